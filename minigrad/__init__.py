@@ -1,0 +1,55 @@
+"""minigrad: a small tensor autograd engine on numpy and numba, written to be read.
+
+    import minigrad as mg
+    x = mg.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    loss = x.softmax(axis=-1)[0, 0].log()
+    loss.backward()
+    print(x.grad)
+"""
+from . import kernels
+from .autograd import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
+from .kernels import get_backend, set_backend, use_backend
+from .random import manual_seed
+from .tensor import (
+    Tensor,
+    arange,
+    as_tensor,
+    cat,
+    dropout,
+    embedding,
+    full,
+    matmul,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    stack,
+    tensor,
+    where,
+    zeros,
+    zeros_like,
+)
+
+float32, float64, int64, bool_ = "float32", "float64", "int64", "bool"
+
+
+def _method(name):
+    def function(x, *args, **kwargs):
+        return getattr(as_tensor(x), name)(*args, **kwargs)
+
+    function.__name__ = name
+    function.__doc__ = f"`minigrad.{name}(x, ...)` is `x.{name}(...)`; see `Tensor.{name}`."
+    return function
+
+
+# every Tensor method that computes is also a function: minigrad.exp(x) == x.exp()
+for _name in (
+    "exp log sqrt abs sin cos tanh sigmoid relu gelu clip maximum minimum sum mean var max min argmax "
+    "argmin softmax log_softmax reshape flatten transpose permute unsqueeze squeeze expand broadcast_to "
+    "split chunk masked_fill tril triu"
+).split():
+    globals()[_name] = _method(_name)
+del _name
+
+__version__ = "0.1.0"

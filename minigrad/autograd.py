@@ -1,0 +1,280 @@
+"""Autograd: how an op records itself, and the walk that runs the graph backwards.
+
+Every op is a `Function` with two static methods side by side:
+
+    forward(ctx, *arrays, **params) -> array        numpy arrays in, numpy array out
+    backward(ctx, grad) -> one array (or None) per input array
+
+`Function.apply(*tensors, **params)` runs `forward` on the tensors' arrays and, when a gradient is
+needed, remembers the op, its inputs and the `ctx` on the output tensor. `backward(tensor)` visits
+those records in reverse topological order and calls each `backward`.
+
+Broadcasting is handled here, once: `backward` may return a gradient shaped like the broadcast
+result, and `unbroadcast` sums it back to the input's shape (broadcasting copies a value to many
+places, so its gradient adds the copies up).
+"""
+import contextlib
+import os
+import traceback
+
+import numpy as np
+
+_grad_enabled = True
+_anomaly_mode = False
+
+
+# ----------------------------------------------------------------------------- grad mode
+def is_grad_enabled():
+    return _grad_enabled
+
+
+class _GradMode(contextlib.ContextDecorator):
+    def __init__(self, enabled):
+        self.enabled = enabled
+
+    def __enter__(self):
+        global _grad_enabled
+        self.previous, _grad_enabled = _grad_enabled, self.enabled
+
+    def __exit__(self, *exc):
+        global _grad_enabled
+        _grad_enabled = self.previous
+
+
+def no_grad():
+    """Context manager and decorator: ops inside record no graph (inference, optimizer steps)."""
+    return _GradMode(False)
+
+
+def enable_grad():
+    """Context manager and decorator: turn graph recording back on inside a `no_grad` block."""
+    return _GradMode(True)
+
+
+# ----------------------------------------------------------------------------- anomaly mode
+class AnomalyError(FloatingPointError):
+    """Raised under `detect_anomaly()` by the first op that produces NaN or Inf."""
+
+
+class detect_anomaly(contextlib.ContextDecorator):
+    """Inside this context, the first op whose forward or backward makes NaN or Inf raises
+    `AnomalyError`, naming the op, the shapes of its inputs and the line that called it.
+
+    It slows every op down (a finiteness check and a stack look-up), so use it to hunt a NaN,
+    not for training."""
+
+    def __enter__(self):
+        global _anomaly_mode
+        self.previous, _anomaly_mode = _anomaly_mode, True
+
+    def __exit__(self, *exc):
+        global _anomaly_mode
+        _anomaly_mode = self.previous
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_call_site():
+    """'file:line' of the innermost stack frame outside the minigrad package."""
+    for frame in reversed(traceback.extract_stack()):
+        if not os.path.abspath(frame.filename).startswith(_PACKAGE_DIR):
+            return f"{frame.filename}:{frame.lineno}"
+    return "<unknown>"
+
+
+def _check_finite(ctx, arrays, stage):
+    for a in arrays:
+        if a is not None and a.dtype.kind == "f" and not np.isfinite(a).all():
+            shapes = ", ".join(str(s) for s in ctx.input_shapes)
+            raise AnomalyError(
+                f"{ctx.name} {stage} produced {'NaN' if np.isnan(a).any() else 'Inf'} "
+                f"(input shapes: {shapes}); the op was called at {ctx.call_site}"
+            )
+
+
+# ----------------------------------------------------------------------------- Function
+class Context:
+    """Scratch space an op's forward leaves for its backward (as in `torch.autograd.Function`).
+
+    `save_for_backward(*arrays)` keeps arrays; `saved_tensors` returns them. Any other attribute
+    (`ctx.axis = 1`) works too. `needs_input_grad[i]` tells whether input i wants a gradient."""
+
+    __slots__ = ("fn", "inputs", "versions", "saved_tensors", "needs_input_grad", "__dict__")
+
+    def __init__(self, needs_input_grad):
+        self.needs_input_grad = needs_input_grad
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *arrays):
+        self.saved_tensors = arrays
+
+    @property
+    def name(self):
+        return self.fn.__name__
+
+
+class Function:
+    """Base class of every op. Subclass it, write `forward` and `backward`, call `apply`.
+
+    Example, a learner's own op (the README shows it gradient-checked):
+
+        class Cube(minigrad.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x ** 3
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return grad * 3 * x ** 2          # d(x^3)/dx = 3x^2
+
+        y = Cube.apply(t)
+    """
+
+    @staticmethod
+    def forward(ctx, *arrays, **params):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        from .tensor import Tensor, as_tensor
+
+        inputs = tuple(x if isinstance(x, Tensor) else as_tensor(x) for x in inputs)
+        needs = tuple(t.requires_grad for t in inputs) if _grad_enabled else (False,) * len(inputs)
+        ctx = Context(needs)
+        ctx.fn = cls
+        if _anomaly_mode:
+            ctx.input_shapes = [t.shape for t in inputs]
+            ctx.call_site = _user_call_site()
+        data = cls.forward(ctx, *(t.data for t in inputs), **params)
+        if _anomaly_mode:
+            _check_finite(ctx, [data], "forward")
+        if not isinstance(data, np.ndarray):
+            data = np.asarray(data)
+        out = Tensor._from_op(data, any(needs))
+        if out.requires_grad:
+            ctx.inputs = inputs
+            ctx.versions = tuple(t._version for t in inputs)
+            out._ctx = ctx
+        return out
+
+
+# ----------------------------------------------------------------------------- broadcasting
+def unbroadcast(grad, shape, what="gradient"):
+    """Sum `grad` down to `shape`: the gradient of broadcasting (an expand) is a sum.
+
+    Leading axes that broadcasting added are summed away; axes where the input had size 1
+    are summed with keepdims."""
+    if grad.shape == tuple(shape):
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra < 0 or any(n != 1 and n != m for n, m in zip(shape, grad.shape[extra:])):
+        raise ValueError(f"{what} of shape {grad.shape} cannot be summed to the input shape {tuple(shape)}")
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1
+    )
+    return grad.sum(axis=axes, keepdims=True).reshape(shape) if axes else grad.reshape(shape)
+
+
+# ----------------------------------------------------------------------------- the walk
+def _topological_order(root):
+    """Tensors reachable from `root` through recorded ops, inputs before outputs.
+
+    Iterative depth-first search (a chain of 100,000 ops needs no recursion)."""
+    order, visited = [], set()
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:  # every input of `node` is already in `order`
+            order.append(node)
+            continue
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        stack.append((node, True))
+        ctx = node._ctx
+        if ctx is not None and ctx.inputs is not None:
+            for parent in ctx.inputs:
+                if parent.requires_grad and id(parent) not in visited:
+                    stack.append((parent, False))
+    return order
+
+
+def _check_versions(ctx):
+    saved = ctx.saved_tensors
+    for i, (t, version) in enumerate(zip(ctx.inputs, ctx.versions)):
+        if t._version != version and any(s is t.data for s in saved):
+            raise RuntimeError(
+                f"{ctx.name}.backward needs input {i} (shape {t.shape}) as it was in the forward "
+                f"pass, but it was modified in place afterwards (version {version} -> {t._version}). "
+                "Modify a copy instead, or do the in-place change before using the tensor."
+            )
+
+
+def backward(root, grad=None, retain_graph=False):
+    """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad."""
+    if not root.requires_grad:
+        raise RuntimeError(
+            "backward: this tensor does not require grad and has no graph "
+            "(were its inputs created with requires_grad=True, outside no_grad()?)"
+        )
+    if grad is None:
+        if root.data.size != 1:
+            raise RuntimeError(
+                f"backward: grad can be implied only for a scalar output, but the output has shape "
+                f"{root.shape}; pass grad= of that shape, or reduce it first (e.g. loss.sum())"
+            )
+        grad = np.ones_like(root.data)
+    else:
+        grad = np.asarray(getattr(grad, "data", grad), dtype=root.dtype)
+        if grad.shape != root.shape:
+            raise ValueError(f"backward: grad has shape {grad.shape}, expected the output's shape {root.shape}")
+    if root._ctx is not None and root._ctx.inputs is None:
+        raise RuntimeError(_FREED_MESSAGE)
+
+    grads = {id(root): grad}
+    for node in reversed(_topological_order(root)):
+        g = grads.pop(id(node), None)
+        if g is None:
+            continue
+        if node._retains_grad or node._ctx is None:
+            node.grad = g.copy() if node.grad is None else node.grad + g
+        ctx = node._ctx
+        if ctx is None:
+            continue
+        if ctx.inputs is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        _check_versions(ctx)
+        input_grads = ctx.fn.backward(ctx, g)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        if len(input_grads) != len(ctx.inputs):
+            raise RuntimeError(
+                f"{ctx.name}.backward returned {len(input_grads)} gradients for {len(ctx.inputs)} inputs"
+            )
+        if _anomaly_mode:
+            _check_finite(ctx, input_grads, "backward")
+        for i, (parent, pg) in enumerate(zip(ctx.inputs, input_grads)):
+            if pg is None or not parent.requires_grad:
+                continue
+            pg = unbroadcast(np.asarray(pg), parent.shape, f"{ctx.name}.backward: gradient for input {i}")
+            if pg.dtype != parent.dtype:
+                pg = pg.astype(parent.dtype)
+            key = id(parent)
+            grads[key] = pg if key not in grads else grads[key] + pg
+        if not retain_graph:
+            ctx.inputs = None
+            ctx.saved_tensors = ()
+
+
+_FREED_MESSAGE = (
+    "backward: this graph was already used by a backward pass and its saved values were freed. "
+    "Call backward(retain_graph=True) the first time to backpropagate through it again."
+)
+

@@ -1,0 +1,743 @@
+"""Every differentiable op, one `Function` per op: `forward` on numpy arrays, and right below it
+`backward`, with the one-line calculus that justifies it.
+
+`g` is the gradient of the loss with respect to the op's output; `backward` returns the gradient
+with respect to each input. A gradient may come back shaped like the broadcast output: the
+autograd walk sums it down to the input's shape (see `autograd.unbroadcast`).
+
+The heavy ops (matmul, softmax, layer norm, gelu, cross-entropy) call `kernels`, which runs a numba
+kernel or its numpy twin.
+"""
+import numpy as np
+
+from . import kernels
+from .autograd import Function
+from .random import generator
+
+
+def _binary(op, fn, a, b):
+    try:
+        return fn(a, b)
+    except ValueError:
+        raise ValueError(f"{op}: shapes {a.shape} and {b.shape} do not broadcast together") from None
+
+
+# ============================================================================ elementwise, two inputs
+class Add(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary("add", np.add, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g  # d(a+b)/da = d(a+b)/db = 1
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary("sub", np.subtract, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, -g  # d(a-b)/da = 1, d(a-b)/db = -1
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("mul", np.multiply, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        da = g * b if ctx.needs_input_grad[0] else None  # d(ab)/da = b
+        db = g * a if ctx.needs_input_grad[1] else None  # d(ab)/db = a
+        return da, db
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("div", np.divide, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        da = g / b if ctx.needs_input_grad[0] else None  # d(a/b)/da = 1/b
+        db = -g * a / (b * b) if ctx.needs_input_grad[1] else None  # d(a/b)/db = -a/b^2
+        return da, db
+
+
+class Pow(Function):
+    """a ** b with a tensor exponent."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        y = _binary("pow", np.power, a, b)
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        da = g * b * np.power(a, b - 1) if ctx.needs_input_grad[0] else None  # d(a^b)/da = b a^(b-1)
+        db = None
+        if ctx.needs_input_grad[1]:  # d(a^b)/db = a^b ln(a); taken as 0 where a <= 0 (a^b is 0 or undefined)
+            safe = np.where(a > 0, a, 1)
+            db = g * np.where(a > 0, y * np.log(safe), 0)
+        return da, db
+
+
+class Maximum(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("maximum", np.maximum, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        # the larger input gets the gradient; a tie splits it evenly
+        share_a = (a > b) + 0.5 * (a == b)
+        return g * share_a, g * (1 - share_a)
+
+
+class Minimum(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("minimum", np.minimum, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        share_a = (a < b) + 0.5 * (a == b)  # the smaller input gets the gradient; ties split
+        return g * share_a, g * (1 - share_a)
+
+
+# ============================================================================ elementwise, one input
+class Neg(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return -a
+
+    @staticmethod
+    def backward(ctx, g):
+        return -g  # d(-a)/da = -1
+
+
+class PowScalar(Function):
+    """a ** c with a constant exponent c."""
+
+    @staticmethod
+    def forward(ctx, a, exponent):
+        ctx.save_for_backward(a)
+        ctx.exponent = exponent
+        return np.power(a, exponent)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        c = ctx.exponent
+        return g * c * np.power(a, c - 1)  # d(a^c)/da = c a^(c-1)
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, a):
+        y = np.exp(a)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y  # d(e^a)/da = e^a
+
+
+class Log(Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.log(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g / a  # d(ln a)/da = 1/a
+
+
+class Sqrt(Function):
+    @staticmethod
+    def forward(ctx, a):
+        y = np.sqrt(a)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g / (2 * y)  # d(sqrt a)/da = 1 / (2 sqrt a)
+
+
+class Abs(Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.abs(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * np.sign(a)  # d|a|/da = sign(a), taken as 0 at 0
+
+
+class Sin(Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.sin(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * np.cos(a)  # d(sin a)/da = cos a
+
+
+class Cos(Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.cos(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return -g * np.sin(a)  # d(cos a)/da = -sin a
+
+
+class Tanh(Function):
+    @staticmethod
+    def forward(ctx, a):
+        y = np.tanh(a)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (1 - y * y)  # d(tanh a)/da = 1 - tanh^2 a
+
+
+class Sigmoid(Function):
+    @staticmethod
+    def forward(ctx, a):
+        y = 0.5 * (1 + np.tanh(0.5 * a))  # = 1 / (1 + e^-a), without overflow for large |a|
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y * (1 - y)  # d(sigmoid a)/da = s (1 - s)
+
+
+class ReLU(Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.maximum(a, 0)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * (a > 0)  # d max(a, 0)/da = 1 where a > 0, else 0
+
+
+class GELU(Function):
+    """x * Phi(x) (exact, with erf) or its tanh approximation; the kernel lives in kernels/gelu.py."""
+
+    @staticmethod
+    def forward(ctx, a, approximate=False):
+        ctx.save_for_backward(a)
+        ctx.approximate = approximate
+        return kernels.gelu_forward(a, approximate)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return kernels.gelu_backward(a, g, ctx.approximate)  # d(x Phi(x))/dx = Phi(x) + x phi(x)
+
+
+class Clip(Function):
+    @staticmethod
+    def forward(ctx, a, low=None, high=None):
+        ctx.save_for_backward(a)
+        ctx.low, ctx.high = low, high
+        return np.clip(a, low, high)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        inside = np.ones(a.shape, dtype=bool)  # the gradient passes where the value was not clipped
+        if ctx.low is not None:
+            inside &= a >= ctx.low
+        if ctx.high is not None:
+            inside &= a <= ctx.high
+        return g * inside
+
+
+class Cast(Function):
+    @staticmethod
+    def forward(ctx, a, dtype):
+        ctx.source_dtype = a.dtype
+        return a.astype(dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.astype(ctx.source_dtype)  # a cast is the identity on values
+
+
+# ============================================================================ reductions
+def _normalize_axes(axis, ndim, op):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for ax in axes:
+        if not -ndim <= ax < max(ndim, 1):
+            raise np.exceptions.AxisError(f"{op}: axis {ax} is out of range for a tensor with {ndim} dims")
+        out.append(int(ax) % max(ndim, 1))
+    return tuple(out)
+
+
+def _expand_reduced(g, shape, axes):
+    """Put back the reduced axes (as size 1) so `g` broadcasts against the input of shape `shape`."""
+    return g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.ndim, "sum")
+        return np.sum(a, axis=ctx.axes, keepdims=keepdims)
+
+    @staticmethod
+    def backward(ctx, g):
+        # every summed element contributes with weight 1: copy g back over the reduced axes
+        return np.broadcast_to(_expand_reduced(g, ctx.shape, ctx.axes), ctx.shape)
+
+
+class Mean(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.ndim, "mean")
+        ctx.count = int(np.prod([a.shape[i] for i in ctx.axes]))
+        return np.mean(a, axis=ctx.axes, keepdims=keepdims)
+
+    @staticmethod
+    def backward(ctx, g):
+        g = _expand_reduced(g, ctx.shape, ctx.axes) / ctx.count  # d mean/da_i = 1/n
+        return np.broadcast_to(g, ctx.shape)
+
+
+class Var(Function):
+    """Variance with numpy's convention: divide by (n - ddof), ddof=0 by default."""
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False, ddof=0):
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.ndim, "var")
+        ctx.divisor = int(np.prod([a.shape[i] for i in ctx.axes])) - ddof
+        centered = a - np.mean(a, axis=ctx.axes, keepdims=True)
+        ctx.save_for_backward(centered)
+        return np.sum(centered * centered, axis=ctx.axes, keepdims=keepdims) / ctx.divisor
+
+    @staticmethod
+    def backward(ctx, g):
+        (centered,) = ctx.saved_tensors
+        # d/da_i sum_j (a_j - mean)^2 / d = 2 (a_i - mean) / d  (the mean's own term sums to 0)
+        return _expand_reduced(g, ctx.shape, ctx.axes) * (2 / ctx.divisor) * centered
+
+
+class Max(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False, largest=True):
+        name = "max" if largest else "min"
+        if a.size == 0:
+            raise ValueError(f"{name}: cannot reduce a tensor of shape {a.shape} with no elements")
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.ndim, name)
+        y = (np.max if largest else np.min)(a, axis=ctx.axes, keepdims=True)
+        ctx.save_for_backward(a, y)
+        return y if keepdims else y.reshape([n for i, n in enumerate(a.shape) if i not in ctx.axes])
+
+    @staticmethod
+    def backward(ctx, g):
+        a, y = ctx.saved_tensors
+        # only the extreme element moves the result; equal extremes share the gradient evenly
+        winners = a == y
+        return _expand_reduced(g, ctx.shape, ctx.axes) * winners / winners.sum(axis=ctx.axes, keepdims=True)
+
+
+# ============================================================================ shape and indexing
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.shape = a.shape
+        try:
+            return a.reshape(shape)
+        except ValueError:
+            raise ValueError(
+                f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) into {tuple(shape)}"
+                + (f" ({int(np.prod(shape))} elements)" if -1 not in tuple(shape) else "")
+            ) from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.shape)  # reshaping moves no values: reshape the gradient back
+
+
+class Expand(Function):
+    """Broadcast to a larger shape (a view, no copy). Its gradient is the sum over the copies,
+    which the autograd walk does for every op, so backward just passes `g` on."""
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        shape = tuple(a.shape[i - len(shape) + a.ndim] if n == -1 else n for i, n in enumerate(shape))
+        try:
+            return np.broadcast_to(a, shape)
+        except ValueError:
+            raise ValueError(f"expand: a tensor of shape {a.shape} cannot be broadcast to {shape}") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, a, axes):
+        if sorted(int(x) % max(a.ndim, 1) for x in axes) != list(range(a.ndim)):
+            raise ValueError(f"permute: {tuple(axes)} is not an ordering of the {a.ndim} axes of shape {a.shape}")
+        ctx.axes = axes
+        return np.transpose(a, axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.transpose(g, np.argsort([x % g.ndim for x in ctx.axes]))  # undo the permutation
+
+
+def _normalize_index(index):
+    from .tensor import Tensor
+
+    items = index if isinstance(index, tuple) else (index,)
+    items = tuple(x.data if isinstance(x, Tensor) else x for x in items)
+    items = tuple(np.asarray(x) if isinstance(x, list) else x for x in items)
+    return items
+
+
+class GetItem(Function):
+    @staticmethod
+    def forward(ctx, a, index):
+        ctx.shape, ctx.index = a.shape, index
+        try:
+            return a[index]
+        except IndexError as e:
+            raise IndexError(f"getitem: {e} (tensor shape {a.shape})") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        fancy = any(isinstance(x, np.ndarray) and x.dtype.kind in "iu" for x in ctx.index)
+        if fancy:  # an index may repeat: np.add.at adds every copy's gradient
+            np.add.at(grad, ctx.index, g)
+        else:  # every element is picked at most once: scatter g back in place
+            grad[ctx.index] = g
+        return grad
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, *arrays, axis=0):
+        ctx.axis = axis
+        ctx.splits = np.cumsum([a.shape[axis] for a in arrays])[:-1]
+        try:
+            return np.concatenate(arrays, axis=axis)
+        except ValueError:
+            raise ValueError(
+                f"cat: shapes {[a.shape for a in arrays]} must match except along axis {axis}"
+            ) from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return tuple(np.split(g, ctx.splits, axis=ctx.axis))  # each input gets its own slice back
+
+
+class Stack(Function):
+    @staticmethod
+    def forward(ctx, *arrays, axis=0):
+        ctx.axis = axis
+        if len({a.shape for a in arrays}) > 1:
+            raise ValueError(f"stack: all shapes must be equal, got {[a.shape for a in arrays]}")
+        return np.stack(arrays, axis=axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        return tuple(np.moveaxis(g, ctx.axis, 0))  # input i gets slice i along the new axis
+
+
+class Where(Function):
+    @staticmethod
+    def forward(ctx, a, b, condition):
+        ctx.condition = condition
+        try:
+            return np.where(condition, a, b)
+        except ValueError:
+            raise ValueError(
+                f"where: condition {condition.shape}, a {a.shape} and b {b.shape} do not broadcast together"
+            ) from None
+
+    @staticmethod
+    def backward(ctx, g):
+        zero = np.zeros((), dtype=g.dtype)
+        return np.where(ctx.condition, g, zero), np.where(ctx.condition, zero, g)  # each picked value's gradient
+
+
+class MaskedFill(Function):
+    @staticmethod
+    def forward(ctx, a, mask, value):
+        try:
+            shape = np.broadcast_shapes(mask.shape, a.shape)
+        except ValueError:
+            shape = None
+        if shape != a.shape:
+            raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's shape {a.shape}")
+        if mask.dtype != np.bool_:
+            raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
+        ctx.mask = mask
+        return np.where(mask, np.asarray(value, dtype=a.dtype), a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.where(ctx.mask, np.zeros((), dtype=g.dtype), g)  # filled places no longer depend on a
+
+
+class Triangle(Function):
+    """tril (lower=True) or triu of the last two axes, keeping diagonal `k` and below/above."""
+
+    @staticmethod
+    def forward(ctx, a, k=0, lower=True):
+        if a.ndim < 2:
+            raise ValueError(f"{'tril' if lower else 'triu'}: needs at least 2 dims, got shape {a.shape}")
+        ctx.k, ctx.lower = k, lower
+        return (np.tril if lower else np.triu)(a, k)
+
+    @staticmethod
+    def backward(ctx, g):
+        return (np.tril if ctx.lower else np.triu)(g, ctx.k)  # zeroed entries pass no gradient
+
+
+# ============================================================================ matrix product
+def _mm(a, b):
+    if a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
+        return kernels.matmul(a, b)
+    return np.matmul(a, b)
+
+
+class MatMul(Function):
+    """(..., M, K) @ (..., K, N) -> (..., M, N), batch axes broadcast as in numpy.
+
+    1-D operands are promoted by `Tensor.matmul` before they get here."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if a.shape[-1] != b.shape[-2]:
+            raise ValueError(
+                f"matmul: inner dimensions differ: {a.shape} @ {b.shape} "
+                f"(a.shape[-1] = {a.shape[-1]}, b.shape[-2] = {b.shape[-2]})"
+            )
+        ctx.save_for_backward(a, b)
+        if b.ndim == 2:  # (..., M, K) @ (K, N): fold the batch into rows, one 2-D product
+            out = _mm(a.reshape(-1, a.shape[-1]), b)
+            return out.reshape(a.shape[:-1] + b.shape[-1:])
+        try:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise ValueError(f"matmul: batch dimensions of {a.shape} and {b.shape} do not broadcast") from None
+        return _mm(np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        da = db = None
+        if b.ndim == 2:
+            g2 = g.reshape(-1, g.shape[-1])
+            if ctx.needs_input_grad[0]:
+                da = _mm(g2, b.T).reshape(a.shape)  # dA = G B^T
+            if ctx.needs_input_grad[1]:
+                db = _mm(a.reshape(-1, a.shape[-1]).T, g2)  # dB = A^T G, summed over the folded batch
+            return da, db
+        batch = g.shape[:-2]
+        if ctx.needs_input_grad[0]:
+            da = _mm(g, np.broadcast_to(b, batch + b.shape[-2:]).swapaxes(-1, -2))  # dA = G B^T
+        if ctx.needs_input_grad[1]:
+            db = _mm(np.broadcast_to(a, batch + a.shape[-2:]).swapaxes(-1, -2), g)  # dB = A^T G
+        return da, db
+
+
+# ============================================================================ softmax family
+def _rows(x, axis):
+    """View `x` with `axis` moved last, as 2-D rows (R, N); also the moved shape."""
+    moved = np.moveaxis(x, axis, -1)
+    return moved.reshape(-1, moved.shape[-1]) if moved.ndim != 2 else moved, moved.shape
+
+
+def _unrows(rows, moved_shape, axis):
+    return np.moveaxis(rows.reshape(moved_shape), -1, axis)
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, a, axis=-1):
+        rows, ctx.moved_shape = _rows(a, axis)
+        ctx.axis = axis
+        y = kernels.softmax_forward(rows)
+        ctx.save_for_backward(y)
+        return _unrows(y, ctx.moved_shape, axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        rows, _ = _rows(g, ctx.axis)
+        return _unrows(kernels.softmax_backward(y, rows), ctx.moved_shape, ctx.axis)  # dx = y * (g - sum(g * y))
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, a, axis=-1):
+        rows, ctx.moved_shape = _rows(a, axis)
+        ctx.axis = axis
+        y = kernels.log_softmax_forward(rows)
+        ctx.save_for_backward(y)
+        return _unrows(y, ctx.moved_shape, axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        rows, _ = _rows(g, ctx.axis)
+        return _unrows(kernels.log_softmax_backward(y, rows), ctx.moved_shape, ctx.axis)  # dx = g - e^y sum(g)
+
+
+# ============================================================================ layers' fused ops
+class LayerNorm(Function):
+    """Normalize over the last axis, then scale and shift: y = (x - mean) / sqrt(var + eps) * w + b."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps=1e-5):
+        d = x.shape[-1]
+        if weight.shape != (d,) or bias.shape != (d,):
+            raise ValueError(
+                f"layer_norm: weight {weight.shape} and bias {bias.shape} must have shape ({d},) "
+                f"to match the last axis of the input {x.shape}"
+            )
+        y, mean, rstd = kernels.layer_norm_forward(x.reshape(-1, d), weight, bias, eps)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, mean, rstd = ctx.saved_tensors
+        d = x.shape[-1]
+        # xhat = (x - mean) rstd, gh = g w:  dx = rstd (gh - mean(gh) - xhat mean(gh xhat))
+        dx, dw, db = kernels.layer_norm_backward(g.reshape(-1, d), x.reshape(-1, d), weight, mean, rstd)
+        return dx.reshape(x.shape), dw, db
+
+
+class CrossEntropy(Function):
+    """Cross-entropy of logits (..., V) against integer targets (...), with label smoothing and
+    an ignored target id. reduction: "mean" (over counted targets), "sum" or "none"."""
+
+    @staticmethod
+    def forward(ctx, logits, targets, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+        if targets.shape != logits.shape[:-1]:
+            raise ValueError(
+                f"cross_entropy: targets of shape {targets.shape} must match the logits' shape "
+                f"{logits.shape} without its last (class) axis, i.e. {logits.shape[:-1]}"
+            )
+        if targets.dtype.kind not in "iu":
+            raise TypeError(f"cross_entropy: targets must be integer class ids, got {targets.dtype}")
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        rows = logits.reshape(-1, logits.shape[-1])
+        ids = targets.reshape(-1).astype(np.int64)
+        losses, lse = kernels.cross_entropy_forward(rows, ids, ignore_index, label_smoothing)
+        ctx.save_for_backward(rows, ids, lse)
+        ctx.settings = (ignore_index, label_smoothing, reduction, logits.shape)
+        if reduction == "none":
+            return losses.reshape(targets.shape)
+        total = losses.sum(dtype=logits.dtype)
+        if reduction == "sum":
+            return total
+        ctx.count = max(int(np.count_nonzero(ids != ignore_index)), 1)  # all ignored: loss 0, gradient 0
+        return total / logits.dtype.type(ctx.count)
+
+    @staticmethod
+    def backward(ctx, g):
+        rows, ids, lse = ctx.saved_tensors
+        ignore_index, smoothing, reduction, shape = ctx.settings
+        if reduction == "none":
+            per_row = g.reshape(-1)
+        else:
+            scale = g / ctx.count if reduction == "mean" else g
+            per_row = np.full(len(ids), scale, dtype=rows.dtype)
+        # d loss_r / d logits_r = softmax(logits_r) - target distribution (one-hot, smoothed)
+        d = kernels.cross_entropy_backward(rows, ids, lse, per_row, ignore_index, smoothing)
+        return d.reshape(shape)
+
+
+# ============================================================================ randomness and lookup
+class Dropout(Function):
+    """Inverted dropout: zero each element with probability p, scale the rest by 1/(1-p) so the
+    expected value is unchanged (and nothing needs rescaling at evaluation)."""
+
+    @staticmethod
+    def forward(ctx, a, p=0.5, mask=None):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+        if mask is None:
+            mask = generator().random(a.shape, dtype=np.float64 if a.dtype == np.float64 else np.float32) >= p
+        elif mask.shape != a.shape:
+            raise ValueError(f"dropout: mask of shape {mask.shape} must match the input's shape {a.shape}")
+        scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+        ctx.multiplier = mask * np.asarray(scale, dtype=a.dtype)
+        return a * ctx.multiplier
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.multiplier  # y = x * m / (1 - p)  =>  dx = g * m / (1 - p)
+
+
+class Embedding(Function):
+    """Rows of `weight` (num_embeddings, dim) picked by integer `ids` of any shape."""
+
+    @staticmethod
+    def forward(ctx, weight, ids):
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"embedding: ids must be integers, got {ids.dtype}")
+        n = weight.shape[0]
+        bad = (ids < 0) | (ids >= n)
+        if bad.any():
+            raise IndexError(
+                f"embedding: id {int(ids[bad].flat[0])} is out of range for a table of {n} rows "
+                f"(valid ids are 0..{n - 1})"
+            )
+        ctx.ids, ctx.shape = ids, weight.shape
+        return np.take(weight, ids, axis=0)
+
+    @staticmethod
+    def backward(ctx, g):
+        dw = np.zeros(ctx.shape, dtype=g.dtype)  # each row's gradient is the sum over every use of it
+        np.add.at(dw, ctx.ids.reshape(-1), g.reshape(-1, ctx.shape[1]))
+        return dw
