@@ -52,4 +52,6 @@ for _name in (
     globals()[_name] = _method(_name)
 del _name
 
+from . import nn  # noqa: E402
+
 __version__ = "0.1.0"

@@ -587,6 +587,33 @@ class MatMul(Function):
         return da, db
 
 
+class Linear(Function):
+    """y = x W^T + b for x (..., in), W (out, in), b (out,): one node instead of three."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        if x.shape[-1] != weight.shape[1]:
+            raise ValueError(
+                f"linear: input of shape {x.shape} has {x.shape[-1]} features, "
+                f"but the weight {weight.shape} expects {weight.shape[1]}"
+            )
+        x2 = x.reshape(-1, x.shape[-1])
+        y = _mm(x2, weight.T)
+        if bias is not None:
+            y += bias
+        ctx.save_for_backward(x, weight)
+        return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight = ctx.saved_tensors
+        g2 = g.reshape(-1, g.shape[-1])
+        dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None  # dx = g W
+        dw = _mm(g2.T, x.reshape(-1, x.shape[-1])) if ctx.needs_input_grad[1] else None  # dW = g^T x
+        db = g2.sum(axis=0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None  # db = sum g
+        return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
+
+
 # ============================================================================ softmax family
 def _rows(x, axis):
     """View `x` with `axis` moved last, as 2-D rows (R, N); also the moved shape."""

@@ -1,0 +1,107 @@
+"""Layers with PyTorch's names and parameter names (`weight`, `bias`)."""
+import math
+
+import numpy as np
+
+from . import functional as F
+from . import init
+from .module import Module, Parameter
+
+
+class Linear(Module):
+    """y = x W^T + b.   x (..., in_features) -> y (..., out_features)
+
+    weight (out_features, in_features) and bias (out_features,) start from
+    U(-1/sqrt(in_features), 1/sqrt(in_features)), PyTorch's default."""
+
+    def __init__(self, in_features, out_features, bias=True, dtype=np.float32):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+        self.weight = init.uniform_(Parameter(np.empty((out_features, in_features), dtype=dtype)), -bound, bound)
+        self.bias = init.uniform_(Parameter(np.empty(out_features, dtype=dtype)), -bound, bound) if bias else None
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class LayerNorm(Module):
+    """Normalize each vector over its last axes, then y = xhat * weight + bias.
+    weight starts at 1, bias at 0."""
+
+    def __init__(self, normalized_shape, eps=1e-5, dtype=np.float32):
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps = eps
+        self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
+        self.bias = Parameter(np.zeros(self.normalized_shape, dtype=dtype))
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class Embedding(Module):
+    """A table of `num_embeddings` vectors of size `embedding_dim`; ids (...) -> (..., dim).
+    weight starts from N(0, 1), PyTorch's default."""
+
+    def __init__(self, num_embeddings, embedding_dim, dtype=np.float32):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = init.normal_(Parameter(np.empty((num_embeddings, embedding_dim), dtype=dtype)))
+
+    def forward(self, ids):
+        return F.embedding(ids, self.weight)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Dropout(Module):
+    """Zero each element with probability p while training (scaling the rest by 1/(1-p))."""
+
+    def __init__(self, p=0.5):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class ReLU(Module):
+    def forward(self, x):
+        return x.relu()
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return x.gelu(self.approximate)
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return x.tanh()
+
+
+class Sigmoid(Module):
+    def forward(self, x):
+        return x.sigmoid()
+
+
+class Identity(Module):
+    def forward(self, x):
+        return x

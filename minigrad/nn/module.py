@@ -1,0 +1,228 @@
+"""Module: a piece of a model that owns parameters and sub-modules, as in PyTorch.
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(2, 16)     # sub-modules and parameters register themselves
+            self.fc2 = nn.Linear(16, 1)     # when assigned as attributes
+
+        def forward(self, x):
+            return self.fc2(self.fc1(x).relu())
+"""
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from ..tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A Tensor that a Module registers as trainable (requires_grad=True by default)."""
+
+    def __init__(self, data, requires_grad=True):
+        super().__init__(data, requires_grad=requires_grad)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class Module:
+    training = True
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ registration
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        for registry in (self._parameters, self._buffers, self._modules):
+            registry.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)  # plain attribute too: fast look-up in forward
+
+    def __delattr__(self, name):
+        for registry in (self._parameters, self._buffers, self._modules):
+            registry.pop(name, None)
+        object.__delattr__(self, name)
+
+    def register_buffer(self, name, tensor, persistent=False):
+        """A tensor the module needs but does not train (a positional-encoding table, a mask).
+        It follows `to(dtype)`; it is in `state_dict()` only if persistent."""
+        object.__setattr__(self, name, tensor)
+        self._buffers[name] = (tensor, persistent)
+
+    # ------------------------------------------------------------------ traversal
+    def named_modules(self, prefix=""):
+        """(dotted name, module) for this module and every module below it, depth first."""
+        stack = [(prefix, self)]
+        seen = set()
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [(f"{name}.{n}" if name else n, m) for n, m in module._modules.items() if m is not None]
+            stack.extend(reversed(children))
+
+    def modules(self):
+        return (m for _, m in self.named_modules())
+
+    def children(self):
+        return (m for m in self._modules.values() if m is not None)
+
+    def named_parameters(self, remove_duplicate=True):
+        """(dotted name, parameter) pairs; a parameter shared by two modules (tied weights) is
+        listed once, under its first name, unless remove_duplicate=False."""
+        seen = set()
+        for prefix, module in self.named_modules():
+            for name, p in module._parameters.items():
+                if p is None or (remove_duplicate and id(p) in seen):
+                    continue
+                seen.add(id(p))
+                yield (f"{prefix}.{name}" if prefix else name), p
+
+    def parameters(self):
+        return (p for _, p in self.named_parameters())
+
+    def named_buffers(self):
+        for prefix, module in self.named_modules():
+            for name, (t, persistent) in module._buffers.items():
+                yield (f"{prefix}.{name}" if prefix else name), t, persistent
+
+    def num_parameters(self):
+        """How many numbers the model trains (shared parameters counted once)."""
+        return sum(p.size for p in self.parameters())
+
+    # ------------------------------------------------------------------ modes and dtype
+    def train(self, mode=True):
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def zero_grad(self):
+        for p in self.parameters():
+            p.grad = None
+
+    def to(self, dtype):
+        """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
+        objects stay the same, so an optimizer that holds them keeps working)."""
+        dtype = np.dtype(dtype)
+        for p in self.parameters():
+            if p.dtype.kind == "f" and p.dtype != dtype:
+                p.data = p.data.astype(dtype)
+                p.grad = None
+        for _, t, _ in self.named_buffers():
+            if t.dtype.kind == "f" and t.dtype != dtype:
+                t.data = t.data.astype(dtype)
+        return self
+
+    def double(self):
+        return self.to(np.float64)
+
+    def float(self):
+        return self.to(np.float32)
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self):
+        """name -> numpy array (a copy) for every parameter and persistent buffer."""
+        state = OrderedDict((n, p.data.copy()) for n, p in self.named_parameters(remove_duplicate=False))
+        state.update((n, t.data.copy()) for n, t, persistent in self.named_buffers() if persistent)
+        return state
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy values from `state_dict` into this module's parameters.
+
+        With strict=True, missing keys, unexpected keys and shape mismatches raise one error that
+        lists each of them; otherwise the matching entries are loaded and the rest reported."""
+        own = OrderedDict(self.named_parameters(remove_duplicate=False))
+        own.update((n, t) for n, t, persistent in self.named_buffers() if persistent)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        mismatched = [
+            f"{k}: checkpoint {np.shape(state_dict[k])} vs model {own[k].shape}"
+            for k in own if k in state_dict and np.shape(state_dict[k]) != own[k].shape
+        ]
+        if mismatched or (strict and (missing or unexpected)):
+            problems = [f"shape mismatch for {m}" for m in mismatched]
+            if strict:
+                problems += [f"missing key: {k}" for k in missing] + [f"unexpected key: {k}" for k in unexpected]
+            raise ValueError(f"load_state_dict into {type(self).__name__}:\n  " + "\n  ".join(problems))
+        for k, t in own.items():
+            if k in state_dict:
+                t.data = np.array(getattr(state_dict[k], "data", state_dict[k]), dtype=t.dtype)
+                t._version += 1
+        return IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------ printing
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        return head + ")" if not lines else head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+class Sequential(Module):
+    """Modules applied one after another: Sequential(Linear(2, 8), ReLU(), Linear(8, 1))."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            setattr(self, str(i), m)
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters are registered (a plain list would hide them)."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module):
+        setattr(self, str(len(self._modules)), module)
+        return self
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
