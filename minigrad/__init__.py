@@ -52,6 +52,7 @@ for _name in (
     globals()[_name] = _method(_name)
 del _name
 
-from . import nn  # noqa: E402
+from . import nn, optim  # noqa: E402
+from .serialization import CheckpointError, load, save  # noqa: E402
 
 __version__ = "0.1.0"

@@ -1,0 +1,452 @@
+"""Optimizers, gradient clipping and learning-rate schedules.
+
+    optimizer = minigrad.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    schedule = minigrad.optim.WarmupCosineLR(optimizer, warmup_steps=100, decay_steps=5000, min_lr=3e-5)
+    for batch in batches:
+        loss = model(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        minigrad.optim.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        optimizer.step()
+        schedule.step()
+
+Notation in the update-rule comments: θ is a parameter, g its gradient, lr the learning rate,
+λ the weight decay, t the step number (1, 2, ...).
+
+An update changes `p.data` in place (numpy's `out=` and `-=`), so a model that holds the
+parameter sees the new values, and it bumps `p._version`, so autograd can tell that a tensor saved
+for a backward pass was changed afterwards. The arithmetic runs in the parameter's dtype: a float32
+model stays float32, and so do the optimizer's buffers.
+"""
+import math
+
+import numpy as np
+
+from .tensor import Tensor
+
+__all__ = [
+    "Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm_",
+    "cosine_with_warmup", "noam", "LRScheduler", "LambdaLR", "WarmupCosineLR", "NoamLR",
+]
+
+
+# ============================================================================ optimizers
+class Optimizer:
+    """Base class: holds parameter groups and per-parameter state; subclasses write `step()`.
+
+    `params` is an iterable of Tensors, or of dicts ("parameter groups") such as
+    `{"params": [w1, w2], "lr": 0.1, "weight_decay": 0.0}`; a key a group leaves out takes its
+    value from `defaults`. Each group in `self.param_groups` is a dict with "params" (a list) and
+    every hyper-parameter, so a schedule can change `group["lr"]` between steps.
+
+    `self.state[p]` is a dict of what the optimizer remembers about parameter `p`
+    (step count, moving averages, ...), created on p's first update.
+    """
+
+    def __init__(self, params, defaults):
+        if isinstance(params, Tensor):
+            raise TypeError(f"{type(self).__name__}: params must be an iterable of Tensors (or of dicts), "
+                            "got a single Tensor; wrap it in a list")
+        self.defaults = dict(defaults)
+        self.param_groups = []
+        self.state = {}
+        self._scratch = {}  # (shape, dtype) -> work array reused every step, not part of the state
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__}: got an empty list of parameters")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, group):
+        """Add a dict {"params": [...], hyper-parameters...}; missing hyper-parameters take the defaults."""
+        if not isinstance(group, dict) or "params" not in group:
+            raise TypeError(f"{type(self).__name__}: a parameter group must be a dict with a 'params' key, "
+                            f"got {type(group).__name__}")
+        params = group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                hint = " (did you pass named_parameters()? pass parameters())" if isinstance(p, tuple) else ""
+                raise TypeError(f"{type(self).__name__}: parameters must be Tensors, got {type(p).__name__}{hint}")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params) or any(id(p) in seen for p in params):
+            raise ValueError(f"{type(self).__name__}: a parameter appears more than once")
+        self.param_groups.append({**self.defaults, **group, "params": params})
+
+    def zero_grad(self):
+        """Forget every parameter's gradient (`p.grad = None`); the next backward starts afresh."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
+
+    def step(self):
+        """Update every parameter that has a gradient. Subclasses implement this."""
+        raise NotImplementedError
+
+    def _work_array(self, p):
+        """A scratch array shaped and typed like `p`, shared by parameters of the same shape."""
+        key = (p.data.shape, p.data.dtype)
+        buf = self._scratch.get(key)
+        if buf is None:
+            buf = self._scratch[key] = np.empty_like(p.data)
+        return buf
+
+    # ------------------------------------------------------------------ saving and restoring
+    def state_dict(self):
+        """The optimizer's state as plain data: dicts, lists, numpy arrays (copies), numbers, strings.
+
+        Parameters are numbered 0, 1, 2, ... in the order of the groups; "state" is keyed by that
+        number as a string, and each group lists its parameters' numbers under "params":
+
+            {"state": {"0": {"step": 3, "exp_avg": array, ...}, ...},
+             "param_groups": [{"lr": 0.001, "betas": [0.9, 0.999], ..., "params": [0, 1, 2]}]}
+        """
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            saved = {k: _plain(v) for k, v in group.items() if k != "params"}
+            saved["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
+            groups.append(saved)
+        state = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p in self.state:
+                    state[str(index[id(p)])] = {k: _plain(v) for k, v in self.state[p].items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Restore from `state_dict()` of an optimizer built on parameters of the same shapes, in the
+        same groups and order. Hyper-parameters (lr, ...) are restored too. Raises ValueError listing
+        every mismatch (group count, group sizes, buffer shapes) and changes nothing in that case."""
+        name = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= state_dict.keys():
+            raise ValueError(f"{name}: expected a dict with 'state' and 'param_groups', "
+                             f"got {type(state_dict).__name__}")
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"{name}: the state dict has {len(saved_groups)} parameter groups, "
+                             f"this optimizer has {len(self.param_groups)}")
+        errors = []
+        param_of = {}  # saved index -> this optimizer's parameter
+        for i, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+            if len(saved["params"]) != len(group["params"]):
+                errors.append(f"group {i} has {len(saved['params'])} parameters in the state dict, "
+                              f"{len(group['params'])} here")
+            param_of.update(zip((int(k) for k in saved["params"]), group["params"]))
+        if errors:
+            raise ValueError(f"{name}: the state dict does not fit this optimizer:\n  " + "\n  ".join(errors))
+        state = {}
+        for key, saved in state_dict["state"].items():
+            p = param_of.get(int(key))
+            if p is None:
+                errors.append(f"state for parameter {key}: no such parameter")
+                continue
+            for k, v in saved.items():
+                if isinstance(v, np.ndarray) and v.shape != p.shape:
+                    errors.append(f"parameter {key} ({k!r}): shape {v.shape} in the state dict, "
+                                  f"the parameter's shape is {p.shape}")
+            state[p] = {k: np.array(v, dtype=p.dtype) if isinstance(v, np.ndarray) else v
+                        for k, v in saved.items()}
+        if errors:
+            raise ValueError(f"{name}: the state dict does not fit this optimizer:\n  " + "\n  ".join(errors))
+        for saved, group in zip(saved_groups, self.param_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    group[k] = tuple(v) if isinstance(group.get(k), tuple) else v
+        self.state = state
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}("]
+        for i, group in enumerate(self.param_groups):
+            settings = ", ".join(f"{k}={v}" for k, v in group.items() if k != "params")
+            lines.append(f"  group {i}: {len(group['params'])} parameters, {settings}")
+        return "\n".join(lines) + "\n)"
+
+
+def _plain(value):
+    """A state-dict-safe copy: arrays copied, tuples become lists."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _check(condition, message):
+    if not condition:
+        raise ValueError(message)
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, with optional momentum, dampening, Nesterov and weight decay
+    (the same rules as PyTorch's SGD).
+
+        g ← g + λθ                          (if weight_decay λ > 0)
+        b ← μb + (1 − dampening)·g          (if momentum μ > 0; on the first step b ← g)
+        g ← g + μb  (nesterov)  or  g ← b
+        θ ← θ − lr·g
+    """
+
+    def __init__(self, params, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0):
+        _check(lr >= 0.0, f"SGD: lr must be >= 0, got {lr}")
+        _check(momentum >= 0.0, f"SGD: momentum must be >= 0, got {momentum}")
+        _check(weight_decay >= 0.0, f"SGD: weight_decay must be >= 0, got {weight_decay}")
+        _check(not nesterov or (momentum > 0 and dampening == 0),
+               "SGD: nesterov needs momentum > 0 and dampening = 0")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      nesterov=nesterov, weight_decay=weight_decay))
+
+    def step(self):
+        for group in self.param_groups:
+            lr, mu, damp, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                if wd != 0:
+                    g = g + wd * p.data                              # g ← g + λθ   (a new array: p.grad stays)
+                if mu != 0:
+                    state = self.state.setdefault(p, {})
+                    b = state.get("momentum_buffer")
+                    if b is None:
+                        b = state["momentum_buffer"] = np.array(g, dtype=p.dtype)    # b ← g  (first step)
+                    else:
+                        np.multiply(b, mu, out=b)                    # b ← μb + (1 − dampening)·g
+                        if damp == 0:
+                            b += g
+                        else:
+                            b += (1 - damp) * g
+                    g = g + mu * b if group["nesterov"] else b      # g ← g + μb  or  g ← b
+                work = self._work_array(p)
+                np.multiply(g, lr, out=work)                        # θ ← θ − lr·g
+                p.data -= work
+                p._version += 1
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba, 2015): a step per coordinate scaled by running gradient statistics.
+
+        g ← g + λθ                        (weight_decay λ as an L2 penalty, like PyTorch's Adam)
+        m ← β1·m + (1 − β1)·g             (running mean of g)
+        v ← β2·v + (1 − β2)·g²            (running mean of g²)
+        m̂ = m / (1 − β1^t),  v̂ = v / (1 − β2^t)     (bias correction: m, v start at 0)
+        θ ← θ − lr · m̂ / (√v̂ + eps)
+
+    The last line is computed as PyTorch does: θ ← θ − (lr / (1 − β1^t)) · m / (√v / √(1 − β2^t) + eps).
+    """
+
+    _decoupled = False  # AdamW sets True: decay θ directly instead of adding λθ to g
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        name = type(self).__name__
+        _check(lr >= 0.0, f"{name}: lr must be >= 0, got {lr}")
+        _check(len(betas) == 2 and all(0.0 <= b < 1.0 for b in betas),
+               f"{name}: betas must be two numbers in [0, 1), got {betas}")
+        _check(eps >= 0.0, f"{name}: eps must be >= 0, got {eps}")
+        _check(weight_decay >= 0.0, f"{name}: weight_decay must be >= 0, got {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+
+    def step(self):
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(p.data),
+                                             "exp_avg_sq": np.zeros_like(p.data)}
+                state["step"] += 1
+                t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                if wd != 0:
+                    if self._decoupled:
+                        np.multiply(p.data, 1 - lr * wd, out=p.data)  # θ ← θ − lr·λ·θ   (AdamW)
+                    else:
+                        g = g + wd * p.data                           # g ← g + λθ      (Adam, L2)
+                work = self._work_array(p)
+                np.multiply(m, beta1, out=m)                          # m ← β1·m + (1 − β1)·g
+                np.multiply(g, 1 - beta1, out=work)
+                m += work
+                np.multiply(v, beta2, out=v)                          # v ← β2·v + (1 − β2)·g²
+                np.multiply(g, g, out=work)
+                work *= 1 - beta2
+                v += work
+                bias1, bias2 = 1 - beta1 ** t, 1 - beta2 ** t
+                np.sqrt(v, out=work)                                  # θ ← θ − lr·m̂ / (√v̂ + eps)
+                work /= math.sqrt(bias2)
+                work += eps
+                np.divide(m, work, out=work)
+                work *= lr / bias1
+                p.data -= work
+                p._version += 1
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019), as PyTorch's AdamW.
+
+        θ ← θ − lr·λ·θ                    (decay the weights directly, before the Adam step)
+        then the Adam update of `Adam` with the plain gradient g (no λθ added to g).
+
+    With Adam's L2 penalty the decay is divided by √v̂ like the gradient, so weights with large
+    gradients are barely decayed; AdamW decays every weight at the same rate lr·λ.
+    """
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+# ============================================================================ gradient clipping
+def clip_grad_norm_(parameters, max_norm):
+    """Scale all gradients together so that their total L2 norm is at most `max_norm`.
+
+        total = √(Σ over every gradient entry of g²)      (summed in float64)
+        if total > max_norm:  g ← g · max_norm / (total + 1e-6)   for every gradient, in place
+
+    Parameters whose `.grad` is None are ignored. Returns `total` (before clipping) as a Python
+    float, handy for logging. If `total` is inf or NaN the gradients are left alone and `total` is
+    returned, so the caller can see the problem and skip the step.
+    """
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = list({id(p): p.grad for p in parameters if p.grad is not None}.values())
+    total_sq = 0.0
+    for g in grads:
+        flat = g.ravel()
+        total_sq += float(np.einsum("i,i->", flat, flat, dtype=np.float64))  # Σ g², in float64, no copy
+    total = math.sqrt(total_sq)
+    if math.isfinite(total) and total > max_norm:
+        scale = max_norm / (total + 1e-6)
+        for g in grads:
+            g *= scale
+    return total
+
+
+# ============================================================================ learning-rate schedules
+def cosine_with_warmup(step, max_lr, min_lr, warmup_steps, decay_steps):
+    """Linear warmup, then a cosine decay (the schedule of GPT-style training, e.g. nanoGPT).
+
+        step < warmup_steps:                 lr = max_lr · step / warmup_steps
+        warmup_steps ≤ step ≤ decay_steps:   r = (step − warmup_steps) / (decay_steps − warmup_steps)
+                                             lr = min_lr + ½·(1 + cos(π·r))·(max_lr − min_lr)
+        step > decay_steps:                  lr = min_lr
+
+    So lr is 0 at step 0, max_lr at step `warmup_steps`, (max_lr + min_lr)/2 half-way through the
+    decay, and min_lr from `decay_steps` on; `decay_steps` counts from step 0, not from the end of
+    warmup. (nanoGPT warms up with max_lr·(step+1)/(warmup_steps+1), which avoids lr = 0 at step 0
+    but never quite reaches max_lr; this version is exactly linear from 0 to max_lr.)
+    """
+    if step < 0 or warmup_steps < 0 or decay_steps < warmup_steps:
+        raise ValueError(f"cosine_with_warmup: need step >= 0 and 0 <= warmup_steps <= decay_steps, got "
+                         f"step={step}, warmup_steps={warmup_steps}, decay_steps={decay_steps}")
+    if step < warmup_steps:
+        return max_lr * step / warmup_steps
+    if step >= decay_steps:
+        return min_lr
+    ratio = (step - warmup_steps) / (decay_steps - warmup_steps)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (max_lr - min_lr)
+
+
+def noam(step, d_model, warmup_steps, factor=1.0):
+    """The schedule of "Attention Is All You Need": linear growth for `warmup_steps`, then ∝ 1/√step.
+
+        lr = factor · d_model^−½ · min(step^−½, step · warmup_steps^−1.5)
+
+    Steps count from 1; step 0 is treated as step 1 (step^−½ would divide by zero), so a scheduler
+    that starts at step 0 uses the step-1 value twice. The peak, at step = warmup_steps, is
+    factor · d_model^−½ · warmup_steps^−½.
+    """
+    if warmup_steps <= 0 or d_model <= 0:
+        raise ValueError(f"noam: d_model and warmup_steps must be > 0, got {d_model} and {warmup_steps}")
+    step = max(step, 1)
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
+class LRScheduler:
+    """Base class: sets `lr` of every parameter group of `optimizer` from the step count.
+
+    Call `step()` once per optimizer step, after `optimizer.step()`. Creating the scheduler already
+    applies the learning rate of step 0 (as in PyTorch). `base_lrs` holds each group's lr at
+    construction; `last_lr` the rates set most recently; `last_step` the step they belong to.
+    Subclasses implement `get_lr()`: the list of rates for `self.last_step`.
+    """
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.base_lrs = [group["lr"] for group in optimizer.param_groups]
+        self.last_step = -1
+        self.step()
+
+    def get_lr(self):
+        raise NotImplementedError
+
+    def step(self):
+        """Advance one step and write the new rates into the optimizer's groups."""
+        self.last_step += 1
+        self.last_lr = [float(lr) for lr in self.get_lr()]
+        for group, lr in zip(self.optimizer.param_groups, self.last_lr):
+            group["lr"] = lr
+
+    def state_dict(self):
+        """{"last_step": int, "base_lrs": [...], "last_lr": [...]} (a LambdaLR's function is not saved)."""
+        return {"last_step": self.last_step, "base_lrs": list(self.base_lrs), "last_lr": list(self.last_lr)}
+
+    def load_state_dict(self, state_dict):
+        """Restore the step count and rates, and write the rates back into the optimizer's groups."""
+        if len(state_dict["base_lrs"]) != len(self.optimizer.param_groups):
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the state dict has "
+                             f"{len(state_dict['base_lrs'])} learning rates, the optimizer has "
+                             f"{len(self.optimizer.param_groups)} parameter groups")
+        self.last_step = int(state_dict["last_step"])
+        self.base_lrs = [float(lr) for lr in state_dict["base_lrs"]]
+        self.last_lr = [float(lr) for lr in state_dict["last_lr"]]
+        for group, lr in zip(self.optimizer.param_groups, self.last_lr):
+            group["lr"] = lr
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr · lr_lambda(step), for each group (`lr_lambda` may be a list, one per group)."""
+
+    def __init__(self, optimizer, lr_lambda):
+        n = len(optimizer.param_groups)
+        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        if len(self.lr_lambdas) != n:
+            raise ValueError(f"LambdaLR: got {len(self.lr_lambdas)} functions for {n} parameter groups")
+        super().__init__(optimizer)
+
+    def get_lr(self):
+        return [base * f(self.last_step) for base, f in zip(self.base_lrs, self.lr_lambdas)]
+
+
+class WarmupCosineLR(LRScheduler):
+    """`cosine_with_warmup` for each group, with max_lr = the group's lr at construction.
+    `min_lr` is one number, or a list with one per group."""
+
+    def __init__(self, optimizer, warmup_steps, decay_steps, min_lr):
+        n = len(optimizer.param_groups)
+        self.min_lrs = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr] * n
+        if len(self.min_lrs) != n:
+            raise ValueError(f"WarmupCosineLR: got {len(self.min_lrs)} min_lr values for {n} parameter groups")
+        cosine_with_warmup(0, 1.0, 0.0, warmup_steps, decay_steps)  # checks the arguments
+        self.warmup_steps, self.decay_steps = warmup_steps, decay_steps
+        super().__init__(optimizer)
+
+    def get_lr(self):
+        return [cosine_with_warmup(self.last_step, base, low, self.warmup_steps, self.decay_steps)
+                for base, low in zip(self.base_lrs, self.min_lrs)]
+
+
+class NoamLR(LRScheduler):
+    """`noam(step, d_model, warmup_steps, factor)` for every group (the groups' own lr is ignored)."""
+
+    def __init__(self, optimizer, d_model, warmup_steps, factor=1.0):
+        noam(1, d_model, warmup_steps, factor)  # checks the arguments
+        self.d_model, self.warmup_steps, self.factor = d_model, warmup_steps, factor
+        super().__init__(optimizer)
+
+    def get_lr(self):
+        return [noam(self.last_step, self.d_model, self.warmup_steps, self.factor)] * len(self.base_lrs)
