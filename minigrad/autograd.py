@@ -31,14 +31,16 @@ def is_grad_enabled():
 class _GradMode(contextlib.ContextDecorator):
     def __init__(self, enabled):
         self.enabled = enabled
+        self.previous = []  # a stack, so a decorated function may call itself
 
     def __enter__(self):
         global _grad_enabled
-        self.previous, _grad_enabled = _grad_enabled, self.enabled
+        self.previous.append(_grad_enabled)
+        _grad_enabled = self.enabled
 
     def __exit__(self, *exc):
         global _grad_enabled
-        _grad_enabled = self.previous
+        _grad_enabled = self.previous.pop()
 
 
 def no_grad():
@@ -63,13 +65,17 @@ class detect_anomaly(contextlib.ContextDecorator):
     It slows every op down (a finiteness check and a stack look-up), so use it to hunt a NaN,
     not for training."""
 
+    def __init__(self):
+        self.previous = []
+
     def __enter__(self):
         global _anomaly_mode
-        self.previous, _anomaly_mode = _anomaly_mode, True
+        self.previous.append(_anomaly_mode)
+        _anomaly_mode = True
 
     def __exit__(self, *exc):
         global _anomaly_mode
-        _anomaly_mode = self.previous
+        _anomaly_mode = self.previous.pop()
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -86,10 +92,11 @@ def _user_call_site():
 def _check_finite(ctx, arrays, stage):
     for a in arrays:
         if a is not None and a.dtype.kind == "f" and not np.isfinite(a).all():
-            shapes = ", ".join(str(s) for s in ctx.input_shapes)
+            shapes = getattr(ctx, "input_shapes", None) or [t.shape for t in ctx.inputs or ()]
+            where = getattr(ctx, "call_site", "an unknown line (its forward ran outside detect_anomaly)")
             raise AnomalyError(
                 f"{ctx.name} {stage} produced {'NaN' if np.isnan(a).any() else 'Inf'} "
-                f"(input shapes: {shapes}); the op was called at {ctx.call_site}"
+                f"(input shapes: {', '.join(str(s) for s in shapes)}); the op was called at {where}"
             )
 
 
@@ -206,14 +213,20 @@ def _topological_order(root):
     return order
 
 
-def _check_versions(ctx):
+def _check_versions(ctx, output):
+    """Refuse to run a backward whose saved arrays were changed in place since the forward."""
     saved = ctx.saved_tensors
-    for i, (t, version) in enumerate(zip(ctx.inputs, ctx.versions)):
-        if t._version != version and any(s is t.data for s in saved):
+    if not saved:
+        return
+    changed = [(f"input {i}", t, v) for i, (t, v) in enumerate(zip(ctx.inputs, ctx.versions)) if t._version != v]
+    if output._version != 0:
+        changed.append(("its output", output, 0))
+    for what, t, version in changed:
+        if any(s is t.data for s in saved):
             raise RuntimeError(
-                f"{ctx.name}.backward needs input {i} (shape {t.shape}) as it was in the forward "
-                f"pass, but it was modified in place afterwards (version {version} -> {t._version}). "
-                "Modify a copy instead, or do the in-place change before using the tensor."
+                f"{ctx.name}.backward needs {what} (shape {t.shape}) as it was in the forward pass, "
+                f"but it was modified in place afterwards (version {version} -> {t._version}). "
+                "Modify a copy instead, or make the in-place change before using the tensor."
             )
 
 
@@ -250,7 +263,7 @@ def backward(root, grad=None, retain_graph=False):
             continue
         if ctx.inputs is None:
             raise RuntimeError(_FREED_MESSAGE)
-        _check_versions(ctx)
+        _check_versions(ctx, node)
         input_grads = ctx.fn.backward(ctx, g)
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)

@@ -11,6 +11,7 @@ kernel or its numpy twin.
 import numpy as np
 
 from . import kernels
+from .kernels import matmul as matmul_kernel  # bound now: `kernels.matmul` is also a submodule's name
 from .autograd import Function
 from .random import generator
 
@@ -542,7 +543,7 @@ class Triangle(Function):
 # ============================================================================ matrix product
 def _mm(a, b):
     if a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
-        return kernels.matmul(a, b)
+        return matmul_kernel(a, b)
     return np.matmul(a, b)
 
 

@@ -533,7 +533,7 @@ def ones_like(t, dtype=None, requires_grad=False):
 
 def arange(start, stop=None, step=1, dtype=None, requires_grad=False):
     """Like numpy's arange; integer arguments give int64, floats give float32."""
-    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    values = np.arange(start, stop, step) if stop is not None else np.arange(0, start, step)
     return Tensor(values if dtype or values.dtype.kind != "f" else values.astype(DEFAULT_FLOAT),
                   dtype=dtype, requires_grad=requires_grad)
 

@@ -8,7 +8,7 @@ dispatch on the current backend.
 
 Choose with the environment variable ``MINIGRAD_BACKEND=numpy`` before import, or at run time
 with ``minigrad.set_backend("numpy")``; ``minigrad.get_backend()`` tells which is in use.
-numba itself is imported only when the numba backend is first used.
+The kernel modules (and numba with them) are imported when a kernel is first called.
 """
 import importlib
 import os
@@ -68,6 +68,9 @@ def implementation(name, backend=None):
     """The function that computes kernel `name` on `backend` (default: the current one)."""
     backend = backend or _backend
     module = importlib.import_module(f"{__name__}.{_KERNELS[name]}")
+    # importing submodule `matmul` sets the package attribute `matmul` to that module; put the
+    # dispatcher back (the engine itself binds the dispatchers at import, see ops.py)
+    globals()[name] = _dispatchers[name]
     return getattr(module, f"{name}_{backend}")
 
 
@@ -83,6 +86,5 @@ def _dispatcher(name):
     return call
 
 
-for _name in _KERNELS:
-    globals()[_name] = _dispatcher(_name)
-del _name
+_dispatchers = {name: _dispatcher(name) for name in _KERNELS}
+globals().update(_dispatchers)

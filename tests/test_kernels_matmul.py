@@ -1,0 +1,155 @@
+"""The compiled matmul must agree with the numpy reference on every shape and memory layout.
+
+The kernel works on 8 x 32 tiles of the output and on blocks of at most 256 steps of the inner
+axis, so the shapes below straddle those sizes: 1, 7, 8, 9, 31, 33, 65, 129, and K above 256.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minigrad.kernels.matmul import KC, MR, NR, matmul_numba, matmul_numpy
+
+DTYPES = [np.float32, np.float64]
+
+
+def random(rng, shape, dtype):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def assert_matches_reference(a, b):
+    """matmul_numba(a, b) == matmul_numpy(a, b) up to rounding, and has the promised form."""
+    expected = matmul_numpy(a, b)
+    got = matmul_numba(a, b)
+    assert got.shape == expected.shape
+    assert got.dtype == a.dtype
+    assert got.flags.c_contiguous
+    # rounding error grows with the sum of |a_ik * b_kj| over k, not with the result itself
+    magnitude = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    rtol = 1e-5 if a.dtype == np.float32 else 1e-12
+    np.testing.assert_array_less(np.abs(got - expected), rtol * magnitude + 1e-30)
+
+
+# --- fixed shapes that hit the edges of tiles and blocks -----------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "m, k, n",
+    [
+        (1, 1, 1),
+        (1, 5, 1),
+        (MR, 3, NR),  # exactly one tile
+        (MR - 1, 7, NR - 1),  # one partial tile
+        (MR + 1, 33, NR + 1),  # one full tile plus slivers
+        (65, 129, 33),
+        (129, KC, 65),  # one whole k block
+        (33, KC + 1, 7),  # a second k block of one step
+        (40, 2 * KC + 88, 70),  # several k blocks
+        (768, 128, 384),  # sizes of the GPT's layers
+    ],
+)
+def test_2d_shapes(m, k, n, dtype):
+    rng = np.random.default_rng(m * 10_000 + k * 100 + n)
+    assert_matches_reference(random(rng, (m, k), dtype), random(rng, (k, n), dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape_a, shape_b", [((0, 4), (4, 5)), ((3, 4), (4, 0)), ((2, 0, 4), (2, 4, 3))])
+def test_empty_output(shape_a, shape_b, dtype):
+    a, b = np.ones(shape_a, dtype), np.ones(shape_b, dtype)
+    got = matmul_numba(a, b)
+    assert got.shape == shape_a[:-1] + shape_b[-1:] and got.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_inner_axis_gives_zeros(dtype):
+    got = matmul_numba(np.ones((2, 3, 0), dtype), np.ones((2, 0, 5), dtype))
+    assert got.shape == (2, 3, 5)
+    assert not got.any()
+
+
+# --- memory layouts: transposes, slices, broadcasts ----------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transposed_views(dtype):
+    rng = np.random.default_rng(1)
+    x, w, g = random(rng, (77, 45), dtype), random(rng, (45, 70), dtype), random(rng, (77, 70), dtype)
+    assert_matches_reference(x.T, g)  # weight gradient: (45, 77) @ (77, 70), a transposed
+    assert_matches_reference(g, w.T)  # input gradient: (77, 70) @ (70, 45), b transposed
+    assert_matches_reference(w.T, x.T)  # both transposed
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sliced_views(dtype):
+    rng = np.random.default_rng(2)
+    big_a, big_b = random(rng, (90, 140), dtype), random(rng, (130, 150), dtype)
+    a = big_a[3:70:2, 5:129]  # strided rows, offset columns: (34, 124)
+    b = big_b[::-1][:124, 10:143:3]  # reversed rows, strided columns: (124, 45)
+    assert_matches_reference(a, b)
+    assert_matches_reference(a[:, ::-1], b[::-1, :])  # negative strides on the inner axis
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_batched_attention_layouts(dtype):
+    rng = np.random.default_rng(3)
+    q, k, v = (random(rng, (2, 3, 19, 8), dtype) for _ in range(3))
+    scores = matmul_numba(q, k.swapaxes(-1, -2))  # (2, 3, 19, 19), b transposed
+    assert_matches_reference(q, k.swapaxes(-1, -2))
+    assert_matches_reference(scores, v)
+    assert_matches_reference(scores.swapaxes(-1, -2), v)  # gradient of v: a transposed
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_broadcast_batch_axes(dtype):
+    rng = np.random.default_rng(4)
+    x, w = random(rng, (4, 3, 10, 33), dtype), random(rng, (33, 40), dtype)
+    # a weight shared by every batch slice: zero strides on both batch axes
+    assert_matches_reference(x, np.broadcast_to(w, (4, 3, 33, 40)))
+    # and the other way round
+    assert_matches_reference(np.broadcast_to(w.T, (4, 3, 40, 33)), x.swapaxes(-1, -2))
+    # broadcast along the inner batch axis only: the two batch axes cannot be merged into one
+    per_outer = random(rng, (4, 1, 33, 40), dtype)
+    assert_matches_reference(x, np.broadcast_to(per_outer, (4, 3, 33, 40)))
+    # a strided batch axis (every other slice) combined with a broadcast one
+    assert_matches_reference(random(rng, (8, 3, 10, 33), dtype)[::2], np.broadcast_to(w, (4, 3, 33, 40)))
+
+
+def test_rejects_mismatched_inputs():
+    with pytest.raises(TypeError):
+        matmul_numba(np.ones((2, 2), np.float32), np.ones((2, 2), np.float64))
+    with pytest.raises(ValueError):
+        matmul_numba(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32))
+
+
+# --- random shapes and layouts -------------------------------------------------------------
+
+SIZES = st.sampled_from([1, 2, 7, 8, 9, 31, 32, 33, 65, 129])
+
+
+@st.composite
+def matmul_operands(draw):
+    """Two operands with random sizes, 0-2 batch axes, and random layouts."""
+    dtype = draw(st.sampled_from(DTYPES))
+    m, k, n = draw(SIZES), draw(st.sampled_from([1, 3, 8, 33, 65, 257, 300])), draw(SIZES)
+    batch = tuple(draw(st.lists(st.sampled_from([1, 2, 3]), max_size=2)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+
+    def operand(rows, cols):
+        layout = draw(st.sampled_from(["contiguous", "transposed", "sliced", "broadcast"]))
+        if layout == "transposed":
+            return random(rng, batch + (cols, rows), dtype).swapaxes(-1, -2)
+        if layout == "sliced":
+            return random(rng, batch + (rows + 2, 2 * cols), dtype)[..., 1:-1, ::2]
+        if layout == "broadcast":
+            return np.broadcast_to(random(rng, (rows, cols), dtype), batch + (rows, cols))
+        return random(rng, batch + (rows, cols), dtype)
+
+    return operand(m, k), operand(k, n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(matmul_operands())
+def test_random_shapes_and_layouts(operands):
+    assert_matches_reference(*operands)
