@@ -1,0 +1,284 @@
+"""Two complete models:
+
+- `Transformer`: the encoder-decoder of "Attention Is All You Need" (Figure 1), for translation.
+- `GPT`: a decoder-only language model (GPT-2 style, after nanoGPT's model.py).
+
+Shapes: B = batch, S = source length, T = target (or text) length, V = vocabulary size.
+Ids are int64 tensors.
+"""
+import math
+from dataclasses import dataclass
+
+import minigrad
+from minigrad import nn
+from minigrad.nn import functional as F
+
+from .attention import causal_mask, scaled_dot_product_attention
+from .layers import Decoder, Encoder
+from .positional import LearnedPositionalEmbedding, PositionalEncoding
+
+
+# ====================================================================================== Transformer
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer (section 3, Figure 1).
+
+    encode(src (B, S), src_mask=None) -> memory (B, S, d_model)
+    decode(tgt (B, T), memory, src_mask=None, tgt_mask=None) -> logits (B, T, tgt_vocab_size)
+    forward(src, tgt, src_mask=None, tgt_mask=None) -> logits (B, T, tgt_vocab_size)
+
+    Masks are bool and True where attention is allowed: src_mask e.g. `padding_mask(src, pad_id)`
+    (B, 1, 1, S); tgt_mask e.g. `padding_mask(tgt, pad_id)`. The decoder's self-attention is always
+    causal: a given tgt_mask is combined (and) with `causal_mask(T)`.
+
+    Embeddings (section 3.4) are multiplied by sqrt(d_model); positions are the sinusoids of
+    section 3.5. share_embeddings=True ties the source embedding, the target embedding and the
+    pre-softmax projection (one matrix, as in the paper; needs one shared vocabulary). Otherwise
+    the pre-softmax projection is its own bias-free Linear `output_projection`.
+
+    Initialisation (the paper does not give one): every matrix, embeddings included, is
+    Xavier-uniform; every bias is zero; LayerNorms start as the identity.
+    """
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, d_model=512, num_heads=8, num_layers=6, d_ff=2048,
+                 dropout=0.1, max_len=5000, share_embeddings=False, norm_first=False):
+        super().__init__()
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError(f"Transformer: share_embeddings=True needs one vocabulary, but src_vocab_size = "
+                             f"{src_vocab_size} and tgt_vocab_size = {tgt_vocab_size}")
+        self.d_model, self.share_embeddings = d_model, share_embeddings
+        self.src_embed = nn.Embedding(src_vocab_size, d_model)
+        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, d_model)
+        self.positional = PositionalEncoding(d_model, max_len, dropout)
+        self.encoder = Encoder(d_model, num_heads, d_ff, num_layers, dropout, norm_first)
+        self.decoder = Decoder(d_model, num_heads, d_ff, num_layers, dropout, norm_first)
+        # pre-softmax projection: tied to the embedding matrix, or its own
+        self.output_projection = None if share_embeddings else nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self._causal_masks = {}  # T -> causal_mask(T), built once per length
+
+        for name, p in self.named_parameters():
+            if p.ndim > 1:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def _embed(self, embedding, ids):
+        # section 3.4: "we multiply those weights by sqrt(d_model)"; then add the positions (3.5)
+        return self.positional(embedding(ids) * math.sqrt(self.d_model))
+
+    def encode(self, src, src_mask=None):
+        """src (B, S) -> memory (B, S, d_model)"""
+        return self.encoder(self._embed(self.src_embed, src), src_mask)
+
+    def decode(self, tgt, memory, src_mask=None, tgt_mask=None):
+        """tgt (B, T), memory (B, S, d_model) -> logits (B, T, tgt_vocab_size)"""
+        T = tgt.shape[1]
+        if T not in self._causal_masks:
+            self._causal_masks[T] = causal_mask(T)
+        causal = self._causal_masks[T]
+        self_mask = causal if tgt_mask is None else causal & tgt_mask  # never look ahead
+        x = self.decoder(self._embed(self.tgt_embed, tgt), memory, src_mask, self_mask)
+        if self.output_projection is None:
+            return F.linear(x, self.tgt_embed.weight)  # logits = x E^T with the shared embedding E
+        return self.output_projection(x)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        """src (B, S), tgt (B, T) -> logits (B, T, tgt_vocab_size); position t predicts tgt token t+1."""
+        return self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask)
+
+    def greedy_decode(self, src, max_len, start_id, end_id=None, src_mask=None):
+        """Translate by always taking the most likely next token (eval mode, no gradients).
+
+        src (B, S) -> ids (B, <= max_len), starting with start_id. With end_id, decoding stops once
+        every sequence has produced it; a finished sequence is padded with end_id."""
+        was_training = self.training
+        self.eval()
+        try:
+            with minigrad.no_grad():
+                memory = self.encode(src, src_mask)
+                B = memory.shape[0]
+                ys = minigrad.full((B, 1), start_id, dtype=minigrad.int64)
+                finished = minigrad.zeros(B, 1, dtype=minigrad.bool_)
+                for _ in range(max_len - 1):
+                    logits = self.decode(ys, memory, src_mask)[:, -1, :]  # (B, V): the next token
+                    next_id = logits.argmax(axis=-1, keepdims=True)  # (B, 1)
+                    if end_id is not None:
+                        next_id = minigrad.where(finished, end_id, next_id)
+                        finished = finished | (next_id == end_id)
+                    ys = minigrad.cat([ys, next_id], axis=1)
+                    if end_id is not None and finished.all():
+                        break
+        finally:
+            self.train(was_training)
+        return ys
+
+
+# ====================================================================================== GPT
+@dataclass
+class GPTConfig:
+    vocab_size: int  # V: number of token ids
+    block_size: int  # longest context the model reads (the number of learned positions)
+    n_layer: int  # number of blocks
+    n_head: int  # attention heads per block
+    d_model: int  # model width (nanoGPT: n_embd)
+    dropout: float = 0.0
+    bias: bool = True  # biases in the Linears and LayerNorms
+
+
+class CausalSelfAttention(nn.Module):
+    """Masked multi-head self-attention with one fused projection: c_attn (d_model -> 3 d_model)
+    computes Q, K and V together (the same as separate W_Q, W_K, W_V stacked, in fewer ops)."""
+
+    def __init__(self, config):
+        super().__init__()
+        if config.d_model % config.n_head != 0:
+            raise ValueError(f"GPT: d_model = {config.d_model} is not divisible by n_head = {config.n_head}; "
+                             "each head gets d_model / n_head features")
+        self.n_head, self.d_model, self.dropout = config.n_head, config.d_model, config.dropout
+        self.c_attn = nn.Linear(config.d_model, 3 * config.d_model, bias=config.bias)  # W_Q, W_K, W_V
+        self.c_proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)  # W_O
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x, mask):
+        """x (B, T, d_model), mask (T, T) causal -> (B, T, d_model)"""
+        B, T, C = x.shape
+        h = self.n_head
+        # (B, T, 3 d_model) -> (3, B, h, T, d_k): q, k, v, each split into heads
+        qkv = self.c_attn(x).reshape(B, T, 3, h, C // h).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        y, _ = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)  # (B, h, T, d_k)
+        y = y.transpose(1, 2).reshape(B, T, C)  # concatenate the heads
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    """The feed-forward network of Eq. (2) with GELU and d_ff = 4 d_model."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.c_fc = nn.Linear(config.d_model, 4 * config.d_model, bias=config.bias)
+        self.c_proj = nn.Linear(4 * config.d_model, config.d_model, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.c_fc(x).gelu()))
+
+
+def _layer_norm(d_model, bias):
+    ln = nn.LayerNorm(d_model)
+    if not bias:
+        ln.bias = None  # F.layer_norm then shifts by nothing
+    return ln
+
+
+class Block(nn.Module):
+    """A pre-LN decoder block without cross-attention: x + attn(LN(x)), then x + mlp(LN(x))."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.ln_1 = _layer_norm(config.d_model, config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = _layer_norm(config.d_model, config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x, mask):
+        x = x + self.attn(self.ln_1(x), mask)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """A decoder-only Transformer language model: GPT(config) or GPT(vocab_size=..., block_size=...,
+    n_layer=..., n_head=..., d_model=..., dropout=0.0, bias=True).
+
+    forward(idx (B, T), targets=None) -> logits (B, T, V), or (logits, loss) when targets (B, T)
+    are given (loss = mean cross-entropy of predicting targets[b, t] from idx[b, :t+1]).
+
+    Token embedding wte (V, d_model) + learned positions wpe (block_size, d_model), n_layer
+    `Block`s, a final LayerNorm ln_f, and the language-model head tied to wte:
+    logits = x wte^T (section 3.4's weight sharing).
+
+    Initialisation (GPT-2's): N(0, 0.02^2) for every Linear and embedding weight, zero biases, and
+    std 0.02 / sqrt(2 n_layer) for the projections that end a residual branch (attn.c_proj,
+    mlp.c_proj), so the residual stream's variance does not grow with depth.
+    """
+
+    def __init__(self, config=None, **kwargs):
+        super().__init__()
+        if config is None:
+            config = GPTConfig(**kwargs)
+        elif kwargs:
+            raise TypeError(f"GPT: pass a GPTConfig or keyword arguments, not both (got {sorted(kwargs)})")
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.d_model)
+        self.wpe = LearnedPositionalEmbedding(config.block_size, config.d_model, config.dropout)
+        self.h = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = _layer_norm(config.d_model, config.bias)
+        self.register_buffer("causal", causal_mask(config.block_size))  # sliced to (T, T) per call
+
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * config.n_layer))
+            elif p.ndim > 1:  # Linear weights, wte, wpe
+                nn.init.normal_(p, std=0.02)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def hidden_states(self, idx):
+        """idx (B, T) -> the final layer's output after ln_f, (B, T, d_model)."""
+        B, T = idx.shape
+        if T > self.config.block_size:
+            raise ValueError(f"GPT: sequence length {T} is longer than block_size = {self.config.block_size}")
+        x = self.wpe(self.wte(idx))  # token embedding + position embedding, then dropout
+        mask = self.causal[:T, :T]
+        for block in self.h:
+            x = block(x, mask)
+        return self.ln_f(x)
+
+    def forward(self, idx, targets=None):
+        logits = F.linear(self.hidden_states(idx), self.wte.weight)  # (B, T, V), head tied to wte
+        if targets is None:
+            return logits
+        return logits, F.cross_entropy(logits, targets)
+
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+        """Continue idx (B, T) by max_new_tokens sampled tokens -> (B, T + max_new_tokens).
+
+        Each step reads at most the last block_size tokens, divides the last position's logits by
+        `temperature`, keeps only the top_k largest (if given), and samples from the softmax using
+        minigrad's seeded generator (`minigrad.manual_seed` makes it reproducible)."""
+        was_training = self.training
+        self.eval()
+        try:
+            with minigrad.no_grad():
+                for _ in range(max_new_tokens):
+                    context = idx if idx.shape[1] <= self.config.block_size else idx[:, -self.config.block_size:]
+                    x = self.hidden_states(context)[:, -1, :]  # only the last position is needed
+                    logits = F.linear(x, self.wte.weight) / temperature  # (B, V)
+                    if top_k is not None:
+                        logits = _keep_top_k(logits, top_k)
+                    idx = minigrad.cat([idx, _sample(logits)], axis=1)
+        finally:
+            self.train(was_training)
+        return idx
+
+
+def _keep_top_k(logits, k):
+    """logits (B, V) with everything below each row's k-th largest value set to -inf (ties kept)."""
+    V = logits.shape[-1]
+    if k >= V:
+        return logits
+    columns = minigrad.arange(V)
+    rest = logits
+    for _ in range(k - 1):  # remove the current maximum k-1 times; the k-th largest is then the max
+        rest = rest.masked_fill(columns == rest.argmax(axis=-1, keepdims=True), float("-inf"))
+    kth = rest.max(axis=-1, keepdims=True)
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def _sample(logits):
+    """One id per row of logits (B, V), drawn with probabilities softmax(logits): (B, 1) int64.
+
+    The Gumbel-max trick: argmax(logits + g) with g = -log(-log(u)), u ~ U(0, 1), is distributed
+    exactly as softmax(logits), and needs neither a cumulative sum nor a V x V matrix."""
+    u = minigrad.rand(*logits.shape, dtype=minigrad.float64)
+    gumbel = -(-u.log()).log()
+    return (logits.to(minigrad.float64) + gumbel).argmax(axis=-1, keepdims=True)
