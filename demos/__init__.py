@@ -1,0 +1,1 @@
+"""Runnable lessons and training runs: `python -m demos.NAME --help`."""
