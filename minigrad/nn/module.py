@@ -127,6 +127,8 @@ class Module:
         """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
         objects stay the same, so an optimizer that holds them keeps working)."""
         dtype = np.dtype(dtype)
+        if dtype.kind != "f":
+            raise TypeError(f"{type(self).__name__}.to: parameters must stay floating point, got {dtype}")
         for p in self.parameters():
             if p.dtype.kind == "f" and p.dtype != dtype:
                 p.data = p.data.astype(dtype)
