@@ -165,11 +165,22 @@ class Function:
         if not isinstance(data, np.ndarray):
             data = np.asarray(data)
         out = Tensor._from_op(data, any(needs))
+        if data.base is not None:  # a view (reshape, transpose, slice): share the version count
+            for t in inputs:
+                if np.may_share_memory(data, t.data):
+                    out._base = _root(t)
+                    break
         if out.requires_grad:
             ctx.inputs = inputs
-            ctx.versions = tuple(t._version for t in inputs)
+            ctx.versions = tuple(_root(t)._version for t in inputs)
+            ctx.output_version = _root(out)._version
             out._ctx = ctx
         return out
+
+
+def _root(t):
+    """The tensor that owns the memory `t` views (or `t` itself): in-place changes count there."""
+    return t if t._base is None else t._base
 
 
 # ----------------------------------------------------------------------------- broadcasting
@@ -214,18 +225,23 @@ def _topological_order(root):
 
 
 def _check_versions(ctx, output):
-    """Refuse to run a backward whose saved arrays were changed in place since the forward."""
+    """Refuse to run a backward whose saved arrays were changed in place since the forward.
+
+    Every in-place method (assign, add_, mul_, zero_, fill_, optimizer steps, load_state_dict)
+    bumps a version count, shared by a tensor and its views; this compares it with the count at
+    forward time. Writing into `.data` with numpy directly bypasses the count and is not seen."""
     saved = ctx.saved_tensors
     if not saved:
         return
-    changed = [(f"input {i}", t, v) for i, (t, v) in enumerate(zip(ctx.inputs, ctx.versions)) if t._version != v]
-    if output._version != 0:
-        changed.append(("its output", output, 0))
+    changed = [(f"input {i}", t, v) for i, (t, v) in enumerate(zip(ctx.inputs, ctx.versions))
+               if _root(t)._version != v]
+    if _root(output)._version != ctx.output_version:
+        changed.append(("its output", output, ctx.output_version))
     for what, t, version in changed:
-        if any(s is t.data for s in saved):
+        if any(isinstance(s, np.ndarray) and np.may_share_memory(s, t.data) for s in saved):
             raise RuntimeError(
                 f"{ctx.name}.backward needs {what} (shape {t.shape}) as it was in the forward pass, "
-                f"but it was modified in place afterwards (version {version} -> {t._version}). "
+                f"but it was modified in place afterwards (version {version} -> {_root(t)._version}). "
                 "Modify a copy instead, or make the in-place change before using the tensor."
             )
 

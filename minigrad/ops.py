@@ -84,7 +84,9 @@ class Pow(Function):
     @staticmethod
     def backward(ctx, g):
         a, b, y = ctx.saved_tensors
-        da = g * b * np.power(a, b - 1) if ctx.needs_input_grad[0] else None  # d(a^b)/da = b a^(b-1)
+        da = None
+        if ctx.needs_input_grad[0]:  # d(a^b)/da = b a^(b-1), and 0 where b = 0 (a^0 = 1 is constant)
+            da = g * np.where(b == 0, 0, b * np.power(a, np.where(b == 0, 1, b) - 1))
         db = None
         if ctx.needs_input_grad[1]:  # d(a^b)/db = a^b ln(a); taken as 0 where a <= 0 (a^b is 0 or undefined)
             safe = np.where(a > 0, a, 1)
@@ -143,6 +145,8 @@ class PowScalar(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         c = ctx.exponent
+        if c == 0:
+            return np.zeros_like(g)  # a^0 = 1 whatever a is (0^-1 would make 0 * inf = NaN)
         return g * c * np.power(a, c - 1)  # d(a^c)/da = c a^(c-1)
 
 
@@ -303,15 +307,19 @@ class Cast(Function):
 
 
 # ============================================================================ reductions
-def _normalize_axes(axis, ndim, op):
+def _normalize_axes(axis, shape, op):
+    """`axis` (None, an int or a tuple, negatives allowed) as a tuple of distinct axes >= 0."""
+    ndim = len(shape)
     if axis is None:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for ax in axes:
         if not -ndim <= ax < max(ndim, 1):
-            raise np.exceptions.AxisError(f"{op}: axis {ax} is out of range for a tensor with {ndim} dims")
+            raise np.exceptions.AxisError(f"{op}: axis {ax} is out of range for a tensor of shape {shape} ({ndim} dims)")
         out.append(int(ax) % max(ndim, 1))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: axis {axis} names an axis twice (tensor of shape {shape})")
     return tuple(out)
 
 
@@ -323,7 +331,7 @@ def _expand_reduced(g, shape, axes):
 class Sum(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
-        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.ndim, "sum")
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "sum")
         return np.sum(a, axis=ctx.axes, keepdims=keepdims)
 
     @staticmethod
@@ -335,7 +343,7 @@ class Sum(Function):
 class Mean(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
-        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.ndim, "mean")
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "mean")
         ctx.count = int(np.prod([a.shape[i] for i in ctx.axes]))
         return np.mean(a, axis=ctx.axes, keepdims=keepdims)
 
@@ -350,7 +358,7 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False, ddof=0):
-        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.ndim, "var")
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "var")
         ctx.divisor = int(np.prod([a.shape[i] for i in ctx.axes])) - ddof
         centered = a - np.mean(a, axis=ctx.axes, keepdims=True)
         ctx.save_for_backward(centered)
@@ -369,7 +377,7 @@ class Max(Function):
         name = "max" if largest else "min"
         if a.size == 0:
             raise ValueError(f"{name}: cannot reduce a tensor of shape {a.shape} with no elements")
-        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.ndim, name)
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, name)
         y = (np.max if largest else np.min)(a, axis=ctx.axes, keepdims=True)
         ctx.save_for_backward(a, y)
         return y if keepdims else y.reshape([n for i, n in enumerate(a.shape) if i not in ctx.axes])
@@ -459,9 +467,16 @@ class GetItem(Function):
         return grad
 
 
+def _same_float_dtype(op, arrays):
+    floats = {a.dtype for a in arrays if a.dtype.kind == "f"}
+    if len(floats) > 1:
+        raise TypeError(f"{op}: dtypes differ: {', '.join(sorted(map(str, floats)))}; convert with .float() or .double()")
+
+
 class Cat(Function):
     @staticmethod
     def forward(ctx, *arrays, axis=0):
+        _same_float_dtype("cat", arrays)
         ctx.axis = axis
         ctx.splits = np.cumsum([a.shape[axis] for a in arrays])[:-1]
         try:
@@ -479,6 +494,7 @@ class Cat(Function):
 class Stack(Function):
     @staticmethod
     def forward(ctx, *arrays, axis=0):
+        _same_float_dtype("stack", arrays)
         ctx.axis = axis
         if len({a.shape for a in arrays}) > 1:
             raise ValueError(f"stack: all shapes must be equal, got {[a.shape for a in arrays]}")
@@ -761,7 +777,7 @@ class Embedding(Function):
                 f"embedding: id {int(ids[bad].flat[0])} is out of range for a table of {n} rows "
                 f"(valid ids are 0..{n - 1})"
             )
-        ctx.ids, ctx.shape = ids, weight.shape
+        ctx.ids, ctx.shape = ids.copy(), weight.shape  # a copy: later changes to the ids cannot reach backward
         return np.take(weight, ids, axis=0)
 
     @staticmethod

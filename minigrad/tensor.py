@@ -17,6 +17,13 @@ from .random import generator
 DEFAULT_FLOAT = np.float32
 
 
+def _axis(axis, ndim, op, shape):
+    """Check one axis (negatives count from the end) and return it as 0..ndim-1."""
+    if not isinstance(axis, numbers.Integral) or not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"{op}: axis {axis} is out of range for a tensor of shape {shape} ({len(shape)} dims)")
+    return int(axis) % ndim
+
+
 def _to_array(data, dtype=None):
     """numpy arrays keep their dtype; Python floats (and lists of them) become float32."""
     if isinstance(data, Tensor):
@@ -30,14 +37,16 @@ def _to_array(data, dtype=None):
 
 
 class Tensor:
-    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_version", "_retains_grad", "__weakref__", "__dict__")
+    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_version", "_base", "_retains_grad", "__weakref__",
+                 "__dict__")
     __array_priority__ = 1000  # numpy_array * tensor calls Tensor.__rmul__
 
     def __init__(self, data, dtype=None, requires_grad=False):
         self.data = _to_array(data, dtype)
         self.grad = None
         self._ctx = None
-        self._version = 0
+        self._version = 0  # counts in-place changes (see autograd._check_versions)
+        self._base = None  # the tensor whose memory this one views, if any: they share one version count
         self._retains_grad = False
         self._requires_grad = False
         self.requires_grad = requires_grad
@@ -45,7 +54,7 @@ class Tensor:
     @classmethod
     def _from_op(cls, data, requires_grad):
         t = object.__new__(Tensor)
-        t.data, t.grad, t._ctx, t._version, t._retains_grad = data, None, None, 0, False
+        t.data, t.grad, t._ctx, t._version, t._base, t._retains_grad = data, None, None, 0, None, False
         t._requires_grad = requires_grad
         return t
 
@@ -109,7 +118,9 @@ class Tensor:
 
     def detach(self):
         """The same values (shared memory), cut from the graph."""
-        return Tensor._from_op(self.data, False)
+        t = Tensor._from_op(self.data, False)
+        t._base = self if self._base is None else self._base
+        return t
 
     def requires_grad_(self, requires_grad=True):
         self.requires_grad = requires_grad
@@ -127,7 +138,7 @@ class Tensor:
                 f"{op}: a leaf tensor that requires grad cannot be changed in place while gradients are "
                 "recorded; wrap the update in `with minigrad.no_grad():`"
             )
-        self._version += 1
+        (self if self._base is None else self._base)._version += 1
 
     def assign(self, values):
         """Replace the values in place (same shape and dtype): `p.assign(new)`. Counts as a change
@@ -304,16 +315,20 @@ class Tensor:
         return ops.Max.apply(self, axis=axis, keepdims=keepdims, largest=False)
 
     def argmax(self, axis=None, keepdims=False):
+        if axis is not None:
+            _axis(axis, self.ndim, "argmax", self.shape)
         return Tensor._from_op(np.argmax(self.data, axis=axis, keepdims=keepdims), False)
 
     def argmin(self, axis=None, keepdims=False):
+        if axis is not None:
+            _axis(axis, self.ndim, "argmin", self.shape)
         return Tensor._from_op(np.argmin(self.data, axis=axis, keepdims=keepdims), False)
 
     def softmax(self, axis=-1):
-        return ops.Softmax.apply(self, axis=axis)
+        return ops.Softmax.apply(self, axis=_axis(axis, self.ndim, "softmax", self.shape))
 
     def log_softmax(self, axis=-1):
-        return ops.LogSoftmax.apply(self, axis=axis)
+        return ops.LogSoftmax.apply(self, axis=_axis(axis, self.ndim, "log_softmax", self.shape))
 
     # ------------------------------------------------------------------ shape
     def reshape(self, *shape):
@@ -338,6 +353,7 @@ class Tensor:
         """Swap two axes (the last two by default)."""
         if self.ndim < 2:
             return self
+        axis0, axis1 = (_axis(a, self.ndim, "transpose", self.shape) for a in (axis0, axis1))
         axes = list(range(self.ndim))
         axes[axis0], axes[axis1] = axes[axis1], axes[axis0]
         return ops.Permute.apply(self, axes=tuple(axes))
@@ -348,13 +364,14 @@ class Tensor:
         return self if self.ndim < 2 else ops.Permute.apply(self, axes=tuple(reversed(range(self.ndim))))
 
     def unsqueeze(self, axis):
-        axis = axis % (self.ndim + 1)
+        axis = _axis(axis, self.ndim + 1, "unsqueeze", self.shape)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
     def squeeze(self, axis=None):
         if axis is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        axes = {a % self.ndim for a in ((axis,) if isinstance(axis, numbers.Integral) else axis)}
+        axes = {_axis(a, self.ndim, "squeeze", self.shape)
+                for a in ((axis,) if isinstance(axis, numbers.Integral) else axis)}
         for a in axes:
             if self.shape[a] != 1:
                 raise ValueError(f"squeeze: axis {a} has size {self.shape[a]}, not 1 (shape {self.shape})")
@@ -372,6 +389,7 @@ class Tensor:
 
     def split(self, split_size_or_sections, axis=0):
         """Pieces of `split_size` along `axis` (the last may be smaller), or of the listed sizes."""
+        axis = _axis(axis, self.ndim, "split", self.shape)
         n = self.shape[axis]
         if isinstance(split_size_or_sections, numbers.Integral):
             size = int(split_size_or_sections)
@@ -380,10 +398,12 @@ class Tensor:
             sizes = [min(size, n - start) for start in range(0, n, size)]
         else:
             sizes = list(split_size_or_sections)
+            if any(size < 0 for size in sizes):
+                raise ValueError(f"split: sizes must not be negative, got {sizes}")
             if sum(sizes) != n:
                 raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, but axis {axis} has size {n}")
         pieces, start = [], 0
-        lead = (slice(None),) * (axis % self.ndim)
+        lead = (slice(None),) * axis
         for size in sizes:
             pieces.append(self[lead + (slice(start, start + size),)])
             start += size
@@ -391,6 +411,9 @@ class Tensor:
 
     def chunk(self, chunks, axis=0):
         """`chunks` pieces of (nearly) equal size along `axis`."""
+        if not isinstance(chunks, numbers.Integral) or chunks <= 0:
+            raise ValueError(f"chunk: the number of chunks must be a positive integer, got {chunks}")
+        axis = _axis(axis, self.ndim, "chunk", self.shape)
         return self.split(-(-self.shape[axis] // chunks), axis=axis)
 
     def masked_fill(self, mask, value):
@@ -473,12 +496,18 @@ def matmul(a, b):
 
 def cat(tensors, axis=0):
     """Join tensors along an existing axis."""
-    return ops.Cat.apply(*tensors, axis=axis)
+    tensors = [as_tensor(t) for t in tensors]
+    if not tensors:
+        raise ValueError("cat: needs at least one tensor")
+    return ops.Cat.apply(*tensors, axis=_axis(axis, tensors[0].ndim, "cat", tensors[0].shape))
 
 
 def stack(tensors, axis=0):
     """Join equal-shaped tensors along a new axis."""
-    return ops.Stack.apply(*tensors, axis=axis)
+    tensors = [as_tensor(t) for t in tensors]
+    if not tensors:
+        raise ValueError("stack: needs at least one tensor")
+    return ops.Stack.apply(*tensors, axis=_axis(axis, tensors[0].ndim + 1, "stack", tensors[0].shape))
 
 
 def where(condition, a, b):

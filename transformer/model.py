@@ -75,6 +75,9 @@ class Transformer(nn.Module):
         if T not in self._causal_masks:
             self._causal_masks[T] = causal_mask(T)
         causal = self._causal_masks[T]
+        if tgt_mask is not None and tuple(tgt_mask.shape[-2:]) not in ((T, T), (1, T)):
+            raise ValueError(f"Transformer: tgt_mask of shape {tuple(tgt_mask.shape)} must end in ({T}, {T}) "
+                             f"or (1, {T}) for a target of length {T}, i.e. broadcast to ({T}, {T})")
         self_mask = causal if tgt_mask is None else causal & tgt_mask  # never look ahead
         x = self.decoder(self._embed(self.tgt_embed, tgt), memory, src_mask, self_mask)
         if self.output_projection is None:
@@ -224,6 +227,9 @@ class GPT(nn.Module):
 
     def hidden_states(self, idx):
         """idx (B, T) -> the final layer's output after ln_f, (B, T, d_model)."""
+        if idx.ndim != 2:
+            raise ValueError(f"GPT: idx must be token ids of shape (B, T), got shape {idx.shape}; "
+                             "for one sequence use idx.unsqueeze(0)")
         B, T = idx.shape
         if T > self.config.block_size:
             raise ValueError(f"GPT: sequence length {T} is longer than block_size = {self.config.block_size}")

@@ -11,6 +11,8 @@ from ..tensor import Tensor, as_tensor, dropout, embedding  # noqa: F401  (re-ex
 
 def linear(x, weight, bias=None):
     """x (..., in) @ weight (out, in)^T + bias (out,) -> (..., out)."""
+    if x.ndim == 0:
+        raise ValueError(f"linear: the input must have a feature axis (..., {weight.shape[1]}), got shape ()")
     if x.dtype != weight.dtype:
         raise TypeError(f"linear: input is {x.dtype} but the weight is {weight.dtype}; convert one (model.to(dtype))")
     return ops.Linear.apply(x, weight) if bias is None else ops.Linear.apply(x, weight, bias)
