@@ -66,7 +66,8 @@ def train(args):
     if args.noam:
         schedule = optim.NoamLR(optimizer, args.d_model, args.warmup, args.noam_factor)
     else:
-        schedule = optim.WarmupCosineLR(optimizer, args.warmup, args.steps, min_lr=args.lr / 10)
+        # min(): a run shorter than the warmup (a smoke test) warms up over the whole run
+        schedule = optim.WarmupCosineLR(optimizer, min(args.warmup, args.steps), args.steps, min_lr=args.lr / 10)
 
     held_out_src, held_out_tgt = make_batch(np.random.default_rng(args.seed + 1), args.eval_size,
                                             args.seq_len, args.vocab, args.task)

@@ -1,0 +1,334 @@
+"""The guided tour: the lesson's numbers, a gradient check of every layer, a Transformer learning.
+
+    python -m demos.tour                # about a minute on two CPU cores
+    python -m demos.tour --quick        # every step, with a tiny training run
+
+1. The worked examples of "Attention Is All You Need", computed by minigrad: scaled dot-product
+   attention on 3 tokens (and its gradients, by backward), the positional-encoding table, and the
+   practice question.
+2. A gradient check of every Transformer layer: backward against central differences, in float64.
+3. An encoder-decoder Transformer learns to copy sequences, and copies ones it never saw.
+4. Pictures: attention maps, the positional encodings, the loss curves, the computation graph.
+"""
+import math
+import sys
+
+import numpy as np
+
+import minigrad
+from minigrad import optim
+from minigrad.nn import functional as F
+from transformer import (
+    GPT,
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    MultiHeadAttention,
+    PositionalEncoding,
+    PositionwiseFeedForward,
+    SublayerConnection,
+    Transformer,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+    sinusoidal_positional_encoding,
+)
+
+from . import copy_task
+from .common import Timer, parser, progress, seed_everything
+
+# the copy task, small enough to learn in seconds: one encoder and one decoder layer. With these
+# settings held-out exact match reaches 100% within about 400 steps; 500 leaves a margin.
+COPY_SETTINGS = ["--num-layers", "1", "--d-model", "32", "--num-heads", "2", "--d-ff", "64",
+                 "--batch-size", "64", "--lr", "5e-3", "--warmup", "20", "--eval-size", "500"]
+COPY_STEPS, QUICK_COPY_STEPS = 500, 30
+
+
+def build_parser():
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--out", default="out/tour", help="folder for the pictures")
+    p.add_argument("--quick", action="store_true", help="tiny training run (for tests); every step still runs")
+    p.add_argument("--no-pictures", action="store_true", help="skip the pictures")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    return p
+
+
+def heading(title):
+    print(f"\n{'=' * 78}\n{title}\n{'=' * 78}")
+
+
+def show(name, array):
+    """Print a matrix under its name, 4 decimals, no scientific notation."""
+    text = np.array2string(np.asarray(array), precision=4, suppress_small=True, floatmode="fixed")
+    print(f"{name}\n  " + text.replace("\n", "\n  "))
+
+
+def t64(values, requires_grad=False):
+    return minigrad.tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
+
+
+# ====================================================================== 1. worked examples
+def worked_attention():
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V for 3 tokens, d_k = 4, d_v = 3."""
+    heading("1a. Scaled dot-product attention, Eq. (1): 3 tokens, d_k = 4, d_v = 3")
+    Q = t64([[1, 0, 2, 1], [0, 2, 1, 0], [1, 1, 0, 2]], requires_grad=True)
+    K = t64([[0, 1, 1, 0], [2, 0, 0, 1], [1, 2, 1, 0]], requires_grad=True)
+    V = t64([[1, 0, 1], [1, 1, 0], [0, 1, 1]], requires_grad=True)
+    for name, matrix in (("Q", Q), ("K", K), ("V", V)):
+        show(name, matrix.numpy())
+
+    scores = Q @ K.transpose() / math.sqrt(4)  # row i: how well query i matches each key
+    output, weights = scaled_dot_product_attention(Q, K, V)
+    show("scores = Q K^T / sqrt(d_k) = Q K^T / 2", scores.numpy())
+    show("weights = softmax(scores), row by row (each row sums to 1)", weights.numpy())
+    show("output = weights V (row i: a weighted average of the rows of V)", output.numpy())
+
+    # backward: the gradient of a scalar with respect to every input
+    output.sum().backward()
+    show("d(sum of output)/dQ", Q.grad)
+    show("d(sum of output)/dK", K.grad)
+    show("d(sum of output)/dV (entry (j, c) = how much weight key j gets in total)", V.grad)
+    print("  dQ and dK are zero: every row of V sums to 2, so every output row sums to 2 whatever\n"
+          "  the weights are, and sum(output) = 6 for any Q and K. (This is why a gradient check\n"
+          "  projects the output on a random direction instead of summing it.) A scalar that\n"
+          "  does depend on the weights, output[0, 0]:")
+    Q.grad = K.grad = V.grad = None
+    output, _ = scaled_dot_product_attention(Q, K, V)
+    output[0, 0].backward()
+    show("d(output[0, 0])/dQ (only query 0 shapes output row 0)", Q.grad)
+    show("d(output[0, 0])/dK", K.grad)
+    return output.numpy(), weights.numpy()
+
+
+def worked_positional():
+    """The sinusoid table of section 3.5 for d_model = 6 at positions 0..3."""
+    heading("1b. Positional encoding, section 3.5: d_model = 6, positions 0..3")
+    print("  PE(pos, 2i) = sin(pos / 10000^(2i/6)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/6))")
+    table = sinusoidal_positional_encoding(4, 6, dtype=minigrad.float64).numpy()
+    print("  pos " + "".join(f"{f'{fn} i={i}':>10}" for i in range(3) for fn in ("sin", "cos")))
+    for pos, row in enumerate(table):
+        print(f"  {pos:>3} " + "".join(f"{x:>10.4f}" for x in row))
+    print("  position 0 is [0, 1, 0, 1, 0, 1] (sin 0, cos 0); column pair i=0 turns fastest (wavelength 2 pi).")
+    return table
+
+
+def worked_practice():
+    """The practice question: one query over three keys."""
+    heading("1c. Practice: attention of q = [1, 0] over 3 keys, d_k = 2")
+    q = t64([[1, 0]])
+    k = t64([[1, 0], [0, 1], [1, 1]])
+    v = t64([[1], [0], [1]])
+    output, weights = scaled_dot_product_attention(q, k, v)
+    show("K", k.numpy())
+    show("V", v.numpy())
+    show("scores = q K^T / sqrt(2)", (q @ k.transpose() / math.sqrt(2)).numpy())
+    show("weights = softmax(scores)", weights.numpy())
+    show("output = weights V", output.numpy())
+    print(f"  keys 1 and 3 match q equally (score 1/sqrt(2)), key 2 not at all (score 0): weights "
+          f"{weights.numpy()[0, 0]:.4f}, {weights.numpy()[0, 1]:.4f}, {weights.numpy()[0, 2]:.4f}; "
+          f"output {output.item():.4f}")
+    return weights.numpy(), output.item()
+
+
+# ====================================================================== 2. gradient checks
+D, H, D_FF = 4, 2, 6  # tiny sizes: a gradient check runs the forward pass twice per checked number
+
+
+def _randn(*shape, seed):
+    return t64(np.random.default_rng(seed).standard_normal(shape), requires_grad=True)
+
+
+def _ids(*shape, high, seed):
+    return minigrad.tensor(np.random.default_rng(seed).integers(0, high, shape))
+
+
+def _module_case(module, fn, inputs):
+    """(fn, inputs + the module's parameters): the check covers the weights too. The module is
+    float64 (central differences need it) and in eval mode (dropout would make it random)."""
+    module.double().eval()
+    n = len(inputs)
+    return (lambda *args: fn(*args[:n])), [*inputs, *module.parameters()]
+
+
+def gradcheck_cases():
+    """name -> (fn, inputs) for every layer of the Transformer, smallest first."""
+    x, memory = _randn(2, 3, D, seed=1), _randn(2, 5, D, seed=2)
+    src_mask = padding_mask(minigrad.tensor([[1, 2, 3, 4, 5], [1, 2, 3, 0, 0]]), 0)  # 2nd source padded
+    q, k, v = _randn(2, 4, 3, seed=3), _randn(2, 4, 3, seed=4), _randn(2, 4, 2, seed=5)
+    # causal, and in the second sequence key 0 is blocked too: its query 0 may attend to nothing
+    blocked_first = minigrad.tensor(np.array([[[True, True, True, True]], [[False, True, True, True]]]))
+    masked = causal_mask(4) & blocked_first
+
+    mha, cross = MultiHeadAttention(D, H), MultiHeadAttention(D, H)
+    pe, ffn = PositionalEncoding(D, max_len=8), PositionwiseFeedForward(D, D_FF)
+    post_ln, pre_ln = SublayerConnection(D, 0.0, norm_first=False), SublayerConnection(D, 0.0, norm_first=True)
+    post_ffn, pre_ffn = PositionwiseFeedForward(D, D_FF), PositionwiseFeedForward(D, D_FF)
+    post_ln.ffn, pre_ln.ffn = post_ffn, pre_ffn  # registered as sub-modules, so their weights are checked too
+    enc_layer, dec_layer = EncoderLayer(D, H, D_FF, dropout=0.0), DecoderLayer(D, H, D_FF, dropout=0.0)
+    encoder = Encoder(D, H, D_FF, num_layers=2, dropout=0.0)
+    decoder = Decoder(D, H, D_FF, num_layers=2, dropout=0.0, norm_first=True)
+    model = Transformer(6, 6, d_model=D, num_heads=H, num_layers=1, d_ff=D_FF, dropout=0.0, max_len=8)
+    src, tgt, tgt_out = _ids(2, 5, high=6, seed=6), _ids(2, 3, high=6, seed=7), _ids(2, 3, high=6, seed=8)
+    gpt = GPT(vocab_size=7, block_size=5, n_layer=1, n_head=H, d_model=D)
+    idx, targets = _ids(2, 5, high=7, seed=9), _ids(2, 5, high=7, seed=10)
+
+    return {
+        "attention, Eq. (1)": (lambda a, b, c: scaled_dot_product_attention(a, b, c)[0], [q, k, v]),
+        "masked attention": (lambda a, b, c: scaled_dot_product_attention(a, b, c, masked)[0], [q, k, v]),
+        "MultiHeadAttention, self": _module_case(mha, lambda y: mha(y, y, y)[0], [x]),
+        "MultiHeadAttention, cross": _module_case(cross, lambda y, m: cross(y, m, m, src_mask)[0], [x, memory]),
+        "positional encoding": _module_case(pe, pe, [x]),
+        "feed-forward, Eq. (2)": _module_case(ffn, ffn, [x]),
+        "sublayer, post-LN": _module_case(post_ln, lambda y: post_ln(y, post_ffn), [x]),
+        "sublayer, pre-LN": _module_case(pre_ln, lambda y: pre_ln(y, pre_ffn), [x]),
+        "EncoderLayer": _module_case(enc_layer, lambda y: enc_layer(y, src_mask), [memory]),
+        "DecoderLayer": _module_case(dec_layer, lambda y, m: dec_layer(y, m, src_mask, causal_mask(3)), [x, memory]),
+        "Encoder (2 layers)": _module_case(encoder, lambda y: encoder(y, src_mask), [memory]),
+        "Decoder (2 layers, pre-LN)": _module_case(decoder, lambda y, m: decoder(y, m, src_mask, causal_mask(3)),
+                                                   [x, memory]),
+        "Transformer -> loss": _module_case(model, lambda: F.cross_entropy(model(src, tgt), tgt_out), []),
+        "GPT -> loss": _module_case(gpt, lambda: gpt(idx, targets)[1], []),
+    }
+
+
+def gradient_check_table(quiet=False):
+    """Check every case; print one row each. Returns [(name, elements, max_abs, max_rel, passed)]."""
+    heading("2. Gradient check of every layer: backward vs central differences, float64")
+    print("  every number of every input and weight is nudged by +-1e-6; pass: |a - n| <= 1e-5 + 1e-3 |n|")
+    print(f"  {'layer':<28} {'checked':>8} {'max abs err':>12} {'max rel err':>12}  result")
+    rows = []
+    cases = gradcheck_cases()
+    bar = progress(cases.items(), total=len(cases), desc="gradcheck", disable=quiet)
+    for name, (fn, inputs) in bar:
+        report = minigrad.gradcheck(fn, inputs, raise_exception=False)
+        elements = sum(int(np.prod(r.shape)) for r in report.inputs)
+        max_abs = max(r.max_abs_error for r in report.inputs)
+        # relative error where the gradient is not ~0 (0 vs 1e-12 would be "100% wrong")
+        max_rel = max(_relative_error(r) for r in report.inputs)
+        rows.append((name, elements, max_abs, max_rel, report.passed))
+        bar.write(f"  {name:<28} {elements:>8} {max_abs:>12.2e} {max_rel:>12.2e}  {'ok' if report.passed else 'FAIL'}")
+        if not report.passed:
+            bar.write(str(report))  # the worst element of each input
+    print("  max rel err counts elements whose numeric gradient exceeds 1e-5 (the absolute tolerance)")
+    return rows
+
+
+def _relative_error(input_report, floor=1e-5):
+    numeric, analytic = input_report.numeric, input_report.analytic
+    significant = np.abs(numeric) > floor
+    if not significant.any():
+        return 0.0
+    return float(np.max(np.abs(analytic - numeric)[significant] / np.abs(numeric)[significant]))
+
+
+# ====================================================================== 3. the copy task
+def train_copy(steps, seed, quiet=False, eval_every=25):
+    """Train demos.copy_task's encoder-decoder with COPY_SETTINGS, keeping a loss history.
+
+    Returns {"model", "history": [(step, train_loss, val_loss)], "exact_match", "held_out",
+    "decoded", "seconds", "loss"}."""
+    args = copy_task.build_parser().parse_args(COPY_SETTINGS + ["--steps", str(steps), "--seed", str(seed)])
+    if steps < 100:  # --quick: a tiny run, a tiny held-out set
+        args.eval_size = 50
+    args.warmup = min(args.warmup, args.steps)
+    seed_everything(args.seed)
+    rng = minigrad.random.generator()
+    model = Transformer(args.vocab, args.vocab, d_model=args.d_model, num_heads=args.num_heads,
+                        num_layers=args.num_layers, d_ff=args.d_ff, dropout=args.dropout, max_len=64)
+    optimizer = optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
+    schedule = optim.WarmupCosineLR(optimizer, args.warmup, args.steps, min_lr=args.lr / 10)
+    # held-out sequences from their own random stream (9^9 possible sequences: a repeat is unlikely,
+    # and the check below drops any that training happened to see)
+    held_src, held_tgt = copy_task.make_batch(np.random.default_rng(args.seed + 1), args.eval_size,
+                                              args.seq_len, args.vocab, args.task)
+
+    def loss_on(src, tgt):  # teacher forcing: the decoder reads tgt[:-1] and predicts tgt[1:]
+        return F.cross_entropy(model(minigrad.tensor(src), minigrad.tensor(tgt[:, :-1])), tgt[:, 1:])
+
+    def validation_loss():
+        model.eval()
+        with minigrad.no_grad():
+            value = loss_on(held_src, held_tgt).item()
+        model.train()
+        return value
+
+    history, seen = [], set()
+    with Timer() as timer:
+        bar = progress(range(1, args.steps + 1), desc="copy task", disable=quiet)
+        for step in bar:
+            src, tgt = copy_task.make_batch(rng, args.batch_size, args.seq_len, args.vocab, args.task)
+            seen.update(map(bytes, src.astype(np.uint8)))
+            loss = loss_on(src, tgt)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+            if step % eval_every == 0 or step == args.steps:
+                history.append((step, loss.item(), validation_loss()))
+
+    unseen = np.array([bytes(s) not in seen for s in held_src.astype(np.uint8)])
+    accuracy, decoded = copy_task.exact_match(model, held_src[unseen], held_tgt[unseen])
+    return {"model": model, "history": history, "exact_match": accuracy, "held_out": int(unseen.sum()),
+            "src": held_src[unseen], "decoded": decoded, "seconds": timer.seconds, "loss": loss.item()}
+
+
+def token_label(t):
+    return "<s>" if t == copy_task.START else str(t)
+
+
+def copy_example(result):
+    """The first held-out sequence as (src, decoder input, labels, labels) for the attention maps."""
+    src = result["src"][0]
+    labels = [token_label(t) for t in src]
+    return src, src[:-1], labels, labels[:-1]  # the decoder reads the target without its last token
+
+
+def copy_lesson(steps, seed, quiet):
+    heading(f"3. An encoder-decoder Transformer learns to copy ({steps} steps)")
+    print("  sequences of 10 tokens: <s> then 9 symbols from 2..10; the target is the source itself.\n"
+          "  " + " ".join(COPY_SETTINGS))
+    result = train_copy(steps, seed, quiet=quiet)
+    for src, out in zip(result["src"][:4], result["decoded"][:4]):
+        mark = "ok" if np.array_equal(src, out[: len(src)]) else "WRONG"
+        print(f"  source {' '.join(map(token_label, src))}  ->  greedy decode {' '.join(map(token_label, out))}  {mark}")
+    print(f"  exact match {100 * result['exact_match']:.1f}% of {result['held_out']} held-out sequences, "
+          f"final loss {result['loss']:.4f}, {result['seconds']:.1f} s")
+    return result
+
+
+# ====================================================================== 4. pictures
+def pictures_lesson(out_dir, copy_result):
+    from .pictures import draw_all  # matplotlib loads only when pictures are drawn
+
+    heading(f"4. Pictures, in {out_dir}")
+    paths = draw_all(out_dir, copy_result["model"], copy_example(copy_result), copy_result["history"])
+    for path in paths:
+        print(f"  {path}")
+    print("  what to look for: in the cross-attention maps, the decoder position that has just read\n"
+          "  token i looks at source position i + 1, the token it must write next (a shifted diagonal);\n"
+          "  the decoder's self-attention is a lower triangle (no peeking at the future); the graph\n"
+          "  shows every op of one encoder layer with the size of the gradient that reached it.")
+    return paths
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    seed_everything(args.seed)
+    with Timer() as total:
+        worked_attention()
+        worked_positional()
+        worked_practice()
+        rows = gradient_check_table(args.quiet)
+        copy = copy_lesson(QUICK_COPY_STEPS if args.quick else COPY_STEPS, args.seed, args.quiet)
+        pictures = [] if args.no_pictures else pictures_lesson(args.out, copy)
+    passed = sum(row[4] for row in rows)
+    print(f"\ntour: {passed}/{len(rows)} gradient checks ok; copy task exact match {100 * copy['exact_match']:.1f}% "
+          f"on {copy['held_out']} held-out sequences ({copy['seconds']:.1f} s); "
+          f"{f'{len(pictures)} pictures in {args.out}' if pictures else 'no pictures'}; total {total.seconds:.1f} s")
+    return {"gradcheck": rows, "copy": copy, "pictures": pictures, "seconds": total.seconds}
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
