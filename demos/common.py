@@ -36,7 +36,7 @@ class Timer:
 # modules whose docstrings make a small English corpus that every Python installation has
 _CORPUS_MODULES = (
     "argparse", "collections", "functools", "itertools", "json", "logging", "pathlib", "re", "string",
-    "textwrap", "typing", "unittest", "dataclasses", "decimal", "fractions", "statistics", "random",
+    "textwrap", "unittest", "dataclasses", "decimal", "fractions", "statistics", "random",
     "datetime", "calendar", "heapq", "bisect", "difflib", "enum", "inspect", "pydoc", "shutil",
     "subprocess", "threading", "urllib.parse", "email.message", "http.client", "csv", "zipfile",
 )
