@@ -267,13 +267,17 @@ def backward(root, grad=None, retain_graph=False):
     if root._ctx is not None and root._ctx.inputs is None:
         raise RuntimeError(_FREED_MESSAGE)
 
-    grads = {id(root): grad}
+    grads = {id(root): grad}  # id(tensor) -> d(root)/d(tensor) summed so far
+    owned = set()  # ids whose array in `grads` was allocated here, so it may be updated in place
     for node in reversed(_topological_order(root)):
         g = grads.pop(id(node), None)
         if g is None:
             continue
         if node._retains_grad or node._ctx is None:
-            node.grad = g.copy() if node.grad is None else node.grad + g
+            if node.grad is not None:
+                node.grad = node.grad + g
+            else:
+                node.grad = g if id(node) in owned else g.copy()
         ctx = node._ctx
         if ctx is None:
             continue
@@ -296,7 +300,13 @@ def backward(root, grad=None, retain_graph=False):
             if pg.dtype != parent.dtype:
                 pg = pg.astype(parent.dtype)
             key = id(parent)
-            grads[key] = pg if key not in grads else grads[key] + pg
+            if key not in grads:
+                grads[key] = pg  # may be shared with another gradient (Add returns g twice): not ours to change
+            elif key in owned:
+                grads[key] += pg  # a sum this walk allocated: add in place
+            else:
+                grads[key] = grads[key] + pg
+                owned.add(key)
         if not retain_graph:
             ctx.inputs = None
             ctx.saved_tensors = ()

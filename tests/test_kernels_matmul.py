@@ -3,12 +3,18 @@
 The kernel works on 8 x 32 tiles of the output and on blocks of at most 256 steps of the inner
 axis, so the shapes below straddle those sizes: 1, 7, 8, 9, 31, 33, 65, 129, and K above 256.
 """
+
+import importlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minigrad.kernels.matmul import KC, MR, NR, matmul_numba, matmul_numpy
+
+# the module itself (the attribute minigrad.kernels.matmul is the dispatching function)
+matmul_module = importlib.import_module("minigrad.kernels.matmul")
 
 DTYPES = [np.float32, np.float64]
 
@@ -114,6 +120,21 @@ def test_broadcast_batch_axes(dtype):
     assert_matches_reference(x, np.broadcast_to(per_outer, (4, 3, 33, 40)))
     # a strided batch axis (every other slice) combined with a broadcast one
     assert_matches_reference(random(rng, (8, 3, 10, 33), dtype)[::2], np.broadcast_to(w, (4, 3, 33, 40)))
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+def test_large_blocks_of_a_are_packed(transpose_a):
+    """Blocks of a of at least PACK_A_BYTES read by at least PACK_A_STRIPS strips are copied
+    before use. Run as a single task, so that the test does not depend on the thread count."""
+    rng = np.random.default_rng(5)
+    m, k, n = 1030, 300, 9 * NR - 18  # k: two blocks of 150 steps; n: 9 strips, the last partial
+    assert n // NR + 1 >= matmul_module.PACK_A_STRIPS
+    assert m * (k // 2) * 8 >= matmul_module.PACK_A_BYTES
+    a = random(rng, (k, m), np.float64).T if transpose_a else random(rng, (m, k), np.float64)
+    b = random(rng, (k, n), np.float64)
+    out = np.empty((1, m, n))
+    matmul_module._run_task(a[np.newaxis], b[np.newaxis], out, 0, 1, 1, 1)
+    np.testing.assert_allclose(out[0], a @ b, rtol=1e-12, atol=1e-12 * np.abs(a).max() * np.abs(b).max() * k)
 
 
 def test_rejects_mismatched_inputs():

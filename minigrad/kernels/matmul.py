@@ -4,35 +4,39 @@
 
 ``matmul_numba`` is a small blocked matmul in the style of GotoBLAS/BLIS. A naive triple loop
 reaches only a fraction of the CPU's speed because every multiply-add also loads and stores a
-value of ``c``. Here the work is cut into *tiles* so that the arithmetic runs from registers:
+value of ``c``. Here the work is cut up so that the arithmetic runs from registers and the
+operands come from the nearest caches:
 
 - ``c`` is computed in 8 x 32 tiles (``MR x NR``). One tile lives in 16 SIMD registers (8 rows
   x two 16-float AVX-512 vectors) for the whole sweep over ``k``. Each step ``p`` loads 32
   numbers of ``b`` and 8 numbers of ``a`` and does 8 x 32 multiply-adds: 16 vector FMAs for 2
-  vector loads and 8 broadcasts.
+  vector loads and 8 broadcasts (``_tile_kernel``).
 - ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of 32 columns. A
-  ``KC x 32`` piece of a strip stays in the L1 cache while the tile runs down all the rows of
-  ``a`` (which stay in L2).
-- ``b`` is *packed*: each piece of a strip is copied into a contiguous ``(KC, 32)`` buffer
-  (zero-padded on the right), so the tile reads it at unit stride whatever the layout of ``b``
-  (transposed views, slices, broadcasts), and without the cache conflicts of long rows. Small
-  row-major pieces are read in place instead: for them packing would cost more than it saves.
-- ``a`` is always read in place through its strides: the tile needs one number per row and
-  step, which it broadcasts, so the layout of ``a`` hardly matters.
-- The work is split into independent *tasks* (one batch slice, a range of column strips, a range
-  of rows) and the tasks run in parallel on numba's threads.
+  ``KC x 32`` piece of a strip stays in the L1 cache while the tiles run down all the rows of
+  ``a`` (which stay in L2) (``_matmul_block``).
+- ``b`` is *packed*: each piece of a strip is copied into a contiguous ``(KC, 32)`` buffer, padded
+  with zeros on the right, so that the tile reads it at unit stride whatever the layout of ``b``
+  (transposed views, slices, broadcasts) and without the cache conflicts of long rows. Small
+  row-major pieces are read in place instead: for them the copy would cost more than it saves.
+- ``a`` is read in place through its strides: the tile needs one number per row and step, which
+  it broadcasts, so the layout of ``a`` hardly matters. Only blocks of a large ``a`` are copied,
+  so that they stay in L2 (``_pack_rows``).
+- The work is split into independent *tasks* (a range of batch slices, of column strips, of
+  rows) that run in parallel on numba's threads (``_run_task``, ``_matmul_parallel``).
 
-The inputs reach the compiled code as 3-D strided views, ``(batch, rows, cols)``, with one
-compiled version per dtype (see ``_SIGNATURES``), whatever the layout of the arrays.
+The inputs reach the compiled code as 3-D strided views ``(batch, rows, cols)``, with exactly one
+compiled version per dtype (see ``_signatures``), whatever the layout of the arrays.
 
-Two numba details recur below:
+A few numba details recur below:
 - An index written ``np.uintp(i)`` is unsigned. numba then skips its handling of negative
   indices (``x[-1]``), a compare-and-add per access that also stops LLVM from using vector loads.
 - Code inside ``if b.strides[1] == _number_size(b):`` is compiled knowing that the stride is the
   size of one number, i.e. that the row is contiguous, so it can use vector loads there.
+- Literal constants passed to a compiled function (``f(x, 0)``) make numba compile a version
+  of ``f`` for that constant; hence the variables ``zero`` and ``one`` below.
 """
+
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 # _jit first: it sets numba's compiler options, which numba reads when it is first imported
 from ._jit import jit, numba, prange  # isort: skip
@@ -46,7 +50,9 @@ NR = 32  # columns of a register tile of c (two AVX-512 vectors of float32)
 TILE_SIZE = MR * NR  # numbers in one register tile (a named constant: numba sees it as a literal)
 KC = 256  # longest block of the k axis: a packed piece of b is KC x NR numbers (32 KB in float32)
 DIRECT_B_BYTES = 32 * 1024  # read b in place if the rows of a piece span at most this many bytes
-SERIAL_FLOPS = 200_000  # below this many flops, waking the worker threads costs more than it saves
+PACK_A_BYTES = 1024 * 1024  # copy blocks of a this large (or larger) into a contiguous buffer,
+PACK_A_STRIPS = 8  # if at least this many strips will read the copy
+SERIAL_FLOPS = 1_000_000  # below this many flops, waking the worker threads costs more than it saves
 
 
 def matmul_numpy(a, b):
@@ -59,7 +65,7 @@ def matmul_numpy(a, b):
 
 
 # --------------------------------------------------------------------------------------------
-# Two compile-time helpers
+# Compile-time helpers
 # --------------------------------------------------------------------------------------------
 
 
@@ -84,6 +90,22 @@ def _stack_pointer(typingctx, like, size):
     return types.CPointer(dtype)(like, size), codegen
 
 
+@intrinsic
+def _never_inline(typingctx):
+    """Called first thing in a function, marks that function "noinline" for LLVM.
+
+    LLVM may copy (inline) a compiled function into its callers, and numba then optimizes the
+    copy again with each caller: the tile kernel would be compiled once per level of callers
+    above it. The few calls saved are not worth that compile time here.
+    """
+
+    def codegen(context, builder, signature, args):
+        builder.function.attributes.add("noinline")  # builder.function: the calling function
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
 def _number_size(array):
     """Bytes per number of `array`; in compiled code, a constant known at compile time."""
     return array.itemsize
@@ -101,62 +123,66 @@ def _number_size_numba(array):
 
 
 @jit
-def _tile_kernel(a, i0, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accumulate):
-    """c[ci:ci+8, cj:cj+32] (+)= a[i0:i0+8, k0:k1] @ b[bk0:bk0+(k1-k0), bj0:bj0+32].
+def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accumulate):
+    """c[ci:ci+8*n_tiles, cj:cj+32] (+)= a[i0:i0+8*n_tiles, k0:k1] @ b[bk0:bk0+k1-k0, bj0:bj0+32],
+    as n_tiles register tiles of 8 x 32, one below the other.
 
     a: (M, K) strided; rows past ``last_row`` read ``last_row`` instead (their results land in
        rows of ``c`` that the caller throws away), so an edge tile never reads out of bounds.
     b: (rows, cols) with contiguous rows: a packed strip, or b itself.
-    c: (rows, cols) C-contiguous, with room for the whole 8 x 32 tile at (ci, cj).
-    accumulate: add to the tile already in ``c`` (False: overwrite it).
+    c: (rows, cols) C-contiguous, with room for all the tiles.
+    accumulate: add to the tiles already in ``c`` (False: overwrite them).
 
-    The 8 rows of the tile are written out one by one and the 32 columns are a loop with a
-    constant trip count: LLVM unrolls that loop, keeps the 8 x 32 ``acc`` in 16 vector registers,
-    and turns each line ``acc[r, j] += a_r * b_pj`` into two 16-wide fused multiply-adds.
+    The 8 rows of a tile are written out one by one and its 32 columns are a loop with a constant
+    trip count: LLVM unrolls that loop, keeps the 8 x 32 ``acc`` in 16 vector registers, and
+    turns each line ``acc[r, j] += a_r * b_pj`` into two 16-wide fused multiply-adds.
     """
+    _never_inline()
     if b.strides[1] != _number_size(b):  # from here on, the compiler knows b's rows are contiguous
         raise ValueError("_tile_kernel: the rows of b must be contiguous")
-    row0 = np.uintp(i0)
-    row1 = np.uintp(min(i0 + 1, last_row))
-    row2 = np.uintp(min(i0 + 2, last_row))
-    row3 = np.uintp(min(i0 + 3, last_row))
-    row4 = np.uintp(min(i0 + 4, last_row))
-    row5 = np.uintp(min(i0 + 5, last_row))
-    row6 = np.uintp(min(i0 + 6, last_row))
-    row7 = np.uintp(min(i0 + 7, last_row))
-
     acc = numba.carray(_stack_pointer(c, TILE_SIZE), (MR, NR))
-    if accumulate:
-        for r in range(MR):
-            _copy_row(c, ci + r, cj, acc, r, 0)
-    else:
-        for r in range(MR):
+    for t in range(n_tiles):
+        i = i0 + t * MR  # first row of this tile in a, and in c
+        ic = ci + t * MR
+        row0 = np.uintp(i)
+        row1 = np.uintp(min(i + 1, last_row))
+        row2 = np.uintp(min(i + 2, last_row))
+        row3 = np.uintp(min(i + 3, last_row))
+        row4 = np.uintp(min(i + 4, last_row))
+        row5 = np.uintp(min(i + 5, last_row))
+        row6 = np.uintp(min(i + 6, last_row))
+        row7 = np.uintp(min(i + 7, last_row))
+        if accumulate:
+            for r in range(MR):
+                _copy_row(c, ic + r, cj, acc, r, 0)
+        else:
+            for r in range(MR):
+                for j in range(NR):
+                    acc[r, j] = 0
+        for p in range(k1 - k0):
+            # one number from each of the 8 rows of a, broadcast against 32 numbers of b
+            col = np.uintp(k0 + p)
+            a0 = a[row0, col]
+            a1 = a[row1, col]
+            a2 = a[row2, col]
+            a3 = a[row3, col]
+            a4 = a[row4, col]
+            a5 = a[row5, col]
+            a6 = a[row6, col]
+            a7 = a[row7, col]
+            b_row = np.uintp(bk0 + p)
             for j in range(NR):
-                acc[r, j] = 0
-    for p in range(k1 - k0):
-        # one number from each of the 8 rows of a, broadcast against 32 numbers of b
-        col = np.uintp(k0 + p)
-        a0 = a[row0, col]
-        a1 = a[row1, col]
-        a2 = a[row2, col]
-        a3 = a[row3, col]
-        a4 = a[row4, col]
-        a5 = a[row5, col]
-        a6 = a[row6, col]
-        a7 = a[row7, col]
-        b_row = np.uintp(bk0 + p)
-        for j in range(NR):
-            b_pj = b[b_row, np.uintp(bj0 + j)]
-            acc[0, j] += a0 * b_pj
-            acc[1, j] += a1 * b_pj
-            acc[2, j] += a2 * b_pj
-            acc[3, j] += a3 * b_pj
-            acc[4, j] += a4 * b_pj
-            acc[5, j] += a5 * b_pj
-            acc[6, j] += a6 * b_pj
-            acc[7, j] += a7 * b_pj
-    for r in range(MR):
-        _copy_row(acc, r, 0, c, ci + r, cj)
+                b_pj = b[b_row, np.uintp(bj0 + j)]
+                acc[0, j] += a0 * b_pj
+                acc[1, j] += a1 * b_pj
+                acc[2, j] += a2 * b_pj
+                acc[3, j] += a3 * b_pj
+                acc[4, j] += a4 * b_pj
+                acc[5, j] += a5 * b_pj
+                acc[6, j] += a6 * b_pj
+                acc[7, j] += a7 * b_pj
+        for r in range(MR):
+            _copy_row(acc, r, 0, c, ic + r, cj)
 
 
 @jit
@@ -177,39 +203,51 @@ def _copy_row(src, i, j0, dst, di, dj0):
 
 
 @jit
-def _pack_b(b, k0, k1, strip_lo, strip_hi, packed):
-    """packed[s, q, j] = b[k0 + q, (strip_lo + s) * NR + j], zero past the last column of b.
+def _pack_strip(b, k0, k1, j0, strip):
+    """strip[q, j] = b[k0 + q, j0 + j] for q < k1 - k0 and j < 32, zero past the last column.
 
-    b: (K, N) strided. packed: (>= strip_hi - strip_lo, KC, NR) contiguous scratch.
-    Copies the strips [strip_lo, strip_hi) of the rows [k0, k1) of b, reading b in its memory
-    order; each branch runs the same copy, compiled for the strides that branch guarantees.
+    b: (K, N) strided. strip: (KC, NR) contiguous scratch.
+    Each branch runs the same copy, compiled for the strides that branch guarantees, in the
+    order that reads b sequentially.
     """
-    n_steps, n_strips = k1 - k0, strip_hi - strip_lo
-    col_lo = strip_lo * NR
-    n_cols = min(strip_hi * NR, b.shape[1]) - col_lo
-    for q in range(n_steps):  # zero padding: the tile computes all 32 columns of the last strip
-        for j in range(n_cols - (n_strips - 1) * NR, NR):
-            packed[n_strips - 1, q, j] = 0
+    n_steps = k1 - k0
+    width = min(NR, b.shape[1] - j0)
+    for q in range(n_steps):  # zero padding: the tile computes all 32 columns
+        for j in range(width, NR):
+            strip[q, j] = 0
     if b.strides[1] == _number_size(b):  # rows of b are contiguous: b is row-major
         for q in range(n_steps):
             row = np.uintp(k0 + q)
-            for s in range(n_strips):
-                j0 = col_lo + s * NR
-                for j in range(min(NR, n_cols - s * NR)):
-                    packed[s, q, j] = b[row, np.uintp(j0 + j)]
+            for j in range(width):
+                strip[q, j] = b[row, np.uintp(j0 + j)]
     elif b.strides[0] == _number_size(b):  # columns of b are contiguous: a transposed view
-        for s in range(n_strips):
-            for j in range(min(NR, n_cols - s * NR)):
-                col = np.uintp(col_lo + s * NR + j)
-                for q in range(n_steps):
-                    packed[s, q, j] = b[np.uintp(k0 + q), col]
-    else:
+        for j in range(width):
+            col = np.uintp(j0 + j)
+            for q in range(n_steps):
+                strip[q, j] = b[np.uintp(k0 + q), col]
+    else:  # any other strides: the first copy, with strided loads
         for q in range(n_steps):
             row = np.uintp(k0 + q)
-            for s in range(n_strips):
-                j0 = col_lo + s * NR
-                for j in range(min(NR, n_cols - s * NR)):
-                    packed[s, q, j] = b[row, np.uintp(j0 + j)]
+            for j in range(width):
+                strip[q, j] = b[row, np.uintp(j0 + j)]
+
+
+@jit
+def _pack_rows(a, i_lo, i_hi, k0, k1, packed):
+    """packed[i - i_lo, q] = a[i, k0 + q] for the rows [i_lo, i_hi): a contiguous copy of a block.
+
+    a: (M, K) strided. packed: (>= i_hi - i_lo, >= k1 - k0) C-contiguous scratch.
+    """
+    if a.strides[1] == _number_size(a):  # rows of a are contiguous
+        for i in range(i_hi - i_lo):
+            row = np.uintp(i_lo + i)
+            for q in range(k1 - k0):
+                packed[i, q] = a[row, np.uintp(k0 + q)]
+    else:  # read a column by column (for a transposed view, those are contiguous)
+        for q in range(k1 - k0):
+            col = np.uintp(k0 + q)
+            for i in range(i_hi - i_lo):
+                packed[i, q] = a[np.uintp(i_lo + i), col]
 
 
 @jit
@@ -221,13 +259,15 @@ def _copy_block(src, si, sj, dst, di, dj, height, width):
 
 
 @jit
-def _matmul_block(a, b, c, strip_lo, strip_hi, block_lo, block_hi, packed_b, edge):
+def _matmul_block(a, b, c, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
     """c[rows, cols] = a[rows] @ b[:, cols] for the column strips [strip_lo, strip_hi) (NR
     columns each) and the row blocks [block_lo, block_hi) (MR rows each).
 
     a: (M, K) strided, b: (K, N) strided, c: (M, N) C-contiguous.
-    packed_b: (>= strip_hi - strip_lo, KC, NR) and edge: (MR, NR) are scratch buffers.
+    Scratch buffers: packed_a (rows, longest k block + padding) to copy the rows of a into, or
+    (0, ...) to read a in place; packed_b (KC, NR); edge (MR, NR).
     """
+    _never_inline()
     n_rows, n_inner = a.shape
     n_cols = b.shape[1]
     last_row = n_rows - 1
@@ -237,39 +277,48 @@ def _matmul_block(a, b, c, strip_lo, strip_hi, block_lo, block_hi, packed_b, edg
         b.strides[1] == _number_size(b)
         and (n_inner + n_k_blocks - 1) // n_k_blocks * abs(b.strides[0]) <= DIRECT_B_BYTES
     )
-    # (Array variables are reference-counted: one assigned in the loop over tiles, such as
-    # "target = c if ... else edge", costs two atomic updates per tile. Hence two calls below.)
-    zero = np.intp(0)  # a plain 0 would make numba compile the kernel a second time, for 0
+    # a plain 0 or 1 as argument would make numba compile the kernel again, for that constant
+    zero, one = np.intp(0), np.intp(1)
+    # a in place, or its block for the current k range copied into packed_a
+    i_lo, i_hi = block_lo * MR, min(block_hi * MR, n_rows)
+    pack_a = packed_a.shape[0] >= i_hi - i_lo  # the caller decides: see _run_task
 
     for kb in range(n_k_blocks):
         # equal blocks rather than full ones plus a short remainder
         k0 = kb * n_inner // n_k_blocks
         k1 = (kb + 1) * n_inner // n_k_blocks
         accumulate = kb > 0
-        if not b_in_place:
-            _pack_b(b, k0, k1, strip_lo, strip_hi, packed_b)
-        elif strip_hi * NR > n_cols:  # a partial last strip is packed, to pad it with zeros
-            _pack_b(b, k0, k1, strip_hi - 1, strip_hi, packed_b)
+        if pack_a:  # copy the block of a that every strip below reads
+            _pack_rows(a, i_lo, i_hi, k0, k1, packed_a)
+            a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, zero, k1 - k0, i_hi - 1 - i_lo
+        else:
+            a_src, a_row0, ak0, ak1, a_last = a, zero, k0, k1, last_row
 
         for s in range(strip_lo, strip_hi):
             j0 = s * NR
             width = min(NR, n_cols - j0)
             if b_in_place and width == NR:
                 b_src, bk0, bj0 = b, k0, j0
-            elif b_in_place:
-                b_src, bk0, bj0 = packed_b[0], 0, 0
-            else:
-                b_src, bk0, bj0 = packed_b[s - strip_lo], 0, 0
-            for rb in range(block_lo, block_hi):  # the piece of b stays in L1 for all these
+            else:  # pack this piece of the strip just before use: it is still in L1 for the tiles
+                _pack_strip(b, k0, k1, j0, packed_b)
+                b_src, bk0, bj0 = packed_b, 0, 0
+            # the piece of b stays in L1 while the tiles run down the rows: first all the tiles
+            # that fit in c, in one call, then any that stick out of c, one by one in `edge`
+            full_hi = min(block_hi, n_rows // MR) if width == NR else block_lo
+            if full_hi > block_lo:
+                i0, n_tiles = block_lo * MR, full_hi - block_lo
+                _tile_kernel(
+                    a_src, i0 - a_row0, n_tiles, a_last, ak0, ak1, b_src, bk0, bj0, c, i0, j0, accumulate
+                )
+            for rb in range(max(full_hi, block_lo), block_hi):
                 i0 = rb * MR
                 height = min(MR, n_rows - i0)
-                if height == MR and width == NR:  # compute the tile in place
-                    _tile_kernel(a, i0, last_row, k0, k1, b_src, bk0, bj0, c, i0, j0, accumulate)
-                else:  # the tile sticks out of c: compute it in `edge`, then copy what fits
-                    if accumulate:
-                        _copy_block(c, i0, j0, edge, 0, 0, height, width)
-                    _tile_kernel(a, i0, last_row, k0, k1, b_src, bk0, bj0, edge, zero, zero, accumulate)
-                    _copy_block(edge, 0, 0, c, i0, j0, height, width)
+                if accumulate:
+                    _copy_block(c, i0, j0, edge, 0, 0, height, width)
+                _tile_kernel(
+                    a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero, accumulate
+                )
+                _copy_block(edge, 0, 0, c, i0, j0, height, width)
 
 
 @jit
@@ -278,54 +327,58 @@ def _chunk(n_items, n_chunks, k):
     return k * n_items // n_chunks, (k + 1) * n_items // n_chunks
 
 
-@jit
+def _signatures(n_integers):
+    """Argument types of an entry point, one signature per dtype: inputs as read-only 3-D views
+    with any strides ('A' layout, which C-contiguous and writable arrays convert to), output
+    C-contiguous, then `n_integers` integers.
+
+    With explicit signatures numba compiles when this module is imported (or loads the machine
+    code from its cache), and exactly once per dtype, whatever the layouts of the arrays.
+    """
+    return [
+        types.void(
+            types.Array(dtype, 3, "A", readonly=True),
+            types.Array(dtype, 3, "A", readonly=True),
+            types.Array(dtype, 3, "C"),
+            *[types.intp] * n_integers,
+        )
+        for dtype in (types.float32, types.float64)
+    ]
+
+
+@jit(_signatures(4))
 def _run_task(a, b, c, task, n_batch_chunks, n_col_chunks, n_row_chunks):
     """Task number `task`: a range of batch slices x a range of column strips x a range of rows.
     (a: (B, M, K), b: (B, K, N), c: (B, M, N); the tasks tile (B, M, N) in that order.)"""
+    _never_inline()
     batch_chunk, rest = divmod(task, n_col_chunks * n_row_chunks)
     col_chunk, row_chunk = divmod(rest, n_row_chunks)
     batch_lo, batch_hi = _chunk(c.shape[0], n_batch_chunks, batch_chunk)
     strip_lo, strip_hi = _chunk((c.shape[2] + NR - 1) // NR, n_col_chunks, col_chunk)
     block_lo, block_hi = _chunk((c.shape[1] + MR - 1) // MR, n_row_chunks, row_chunk)
-    # scratch, allocated once per task rather than once per slice
-    packed_b = np.empty((strip_hi - strip_lo, KC, NR), dtype=c.dtype)
+    # Scratch buffers, allocated once per task rather than once per slice.
+    # Blocks of a are copied into packed_a when a is large: a contiguous block stays in L2 while
+    # the strips read it, where rows of a far apart might not (rows 4 KB apart, for example, all
+    # compete for the same few cache sets). Its rows are padded by 16 numbers for the same reason.
+    n_rows, n_inner = a.shape[1], a.shape[2]
+    n_k_blocks = (n_inner + KC - 1) // KC
+    k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k in _matmul_block
+    block_rows = min(block_hi * MR, n_rows) - block_lo * MR
+    pack_a = strip_hi - strip_lo >= PACK_A_STRIPS and block_rows * k_block * _number_size(a) >= PACK_A_BYTES
+    packed_a = np.empty((block_rows if pack_a else 0, k_block + 16), dtype=c.dtype)
+    packed_b = np.empty((KC, NR), dtype=c.dtype)
     edge = np.empty((MR, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
     for i in range(batch_lo, batch_hi):
-        _matmul_block(a[i], b[i], c[i], strip_lo, strip_hi, block_lo, block_hi, packed_b, edge)
+        _matmul_block(a[i], b[i], c[i], strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge)
 
 
-# The two entry points are compiled when this module is imported (or loaded from numba's cache),
-# once per dtype: inputs as read-only 3-D views with any strides ('A' layout; C-contiguous and
-# writable arrays convert to it), output C-contiguous, then how many parts to cut (B, M, N) into.
-_SIGNATURES = [
-    types.void(
-        types.Array(dtype, 3, "A", readonly=True),
-        types.Array(dtype, 3, "A", readonly=True),
-        types.Array(dtype, 3, "C"),
-        types.intp,
-        types.intp,
-        types.intp,
-    )
-    for dtype in (types.float32, types.float64)
-]
-
-
-@jit(_SIGNATURES, parallel=True)
+@jit(_signatures(3), parallel=True)
 def _matmul_parallel(a, b, c, n_batch_chunks, n_col_chunks, n_row_chunks):
     """c[i] = a[i] @ b[i] for every batch slice i (a: (B, M, K), b: (B, K, N), c: (B, M, N)),
     cut into independent tasks that numba shares out among its threads (in equal runs)."""
     for task in prange(n_batch_chunks * n_col_chunks * n_row_chunks):
         # np.intp: the prange index may be unsigned, and unsigned // signed gives a float
         _run_task(a, b, c, np.intp(task), n_batch_chunks, n_col_chunks, n_row_chunks)
-
-
-@jit(_SIGNATURES)
-def _matmul_serial(a, b, c, n_batch_chunks, n_col_chunks, n_row_chunks):
-    """Same as `_matmul_parallel` on the calling thread only, for products too small to share.
-    (A separate function, not `_matmul_parallel` compiled twice: numba's cache would mix up
-    two compilations of one function with different options.)"""
-    for task in range(n_batch_chunks * n_col_chunks * n_row_chunks):
-        _run_task(a, b, c, task, n_batch_chunks, n_col_chunks, n_row_chunks)
 
 
 # --------------------------------------------------------------------------------------------
@@ -336,31 +389,31 @@ def _matmul_serial(a, b, c, n_batch_chunks, n_col_chunks, n_row_chunks):
 def _as_3d(x, n_batch):
     """x (*batch, R, C) as a (n_batch, R, C) view, or None if its batch axes cannot be merged
     into one strided axis without copying."""
+    if x.ndim == 3:
+        return x
+    if x.ndim == 2:
+        return x[np.newaxis]
     batch_axes = [(n, st) for n, st in zip(x.shape[:-2], x.strides[:-2]) if n != 1]
-    stride = batch_axes[-1][1] if batch_axes else 0
     for (_, outer_stride), (inner_n, inner_stride) in zip(batch_axes, batch_axes[1:]):
         if outer_stride != inner_n * inner_stride:
             return None
-    return as_strided(x, (n_batch, *x.shape[-2:]), (stride, *x.strides[-2:]), writeable=False)
+    return x.reshape(n_batch, *x.shape[-2:])  # numpy makes a view when the axes merge like this
 
 
 def _split_work(n_batch, n_rows, n_cols):
     """How many parts to cut (batch, rows, cols) into so that every thread gets equal work:
     (n_batch_chunks, n_col_chunks, n_row_chunks)."""
-    n_threads = numba.get_num_threads()
+    # (numba.get_num_threads() would be the obvious call, but calling it makes the next parallel
+    # region several microseconds slower to start; the configured count serves as well here)
+    n_threads = numba.config.NUMBA_NUM_THREADS
     if n_batch % n_threads == 0 or n_batch >= 4 * n_threads:
         return min(n_batch, n_threads), 1, 1  # whole slices
-    # few slices: cut every slice into n_threads parts, by columns or by rows
+    # Few slices: cut every slice into n_threads parts. Each part reads all of the operand that
+    # is not cut, so cut the larger one: a (M x K) by rows if M > N, else b (K x N) by columns.
     n_strips, n_blocks = -(-n_cols // NR), -(-n_rows // MR)
-
-    def imbalance(n_items):  # how much longer the busiest part is than the average
-        parts = min(n_threads, n_items)
-        return -(-n_items // parts) * parts / n_items
-
-    # cutting columns keeps the packing of b unshared; cut rows when that balances better
-    if n_strips >= n_threads and imbalance(n_strips) <= imbalance(n_blocks):
-        return n_batch, n_threads, 1
-    return n_batch, 1, min(n_threads, n_blocks)
+    if (n_rows > n_cols or n_strips < n_threads) and n_blocks >= n_threads:
+        return n_batch, 1, n_threads
+    return n_batch, min(n_threads, n_strips), 1
 
 
 def matmul_numba(a, b):
@@ -391,11 +444,11 @@ def matmul_numba(a, b):
     if n_batch > 1 and b3.strides[0] == 0 and a3.strides[0] == n_rows * a3.strides[1]:
         # b is the same matrix for every slice (a broadcast weight) and the slices of a are
         # evenly spaced rows: one tall 2-D product packs b once instead of n_batch times.
-        a3 = as_strided(a3, (1, n_batch * n_rows, n_inner), (0, *a3.strides[1:]), writeable=False)
+        a3 = a3.reshape(1, n_batch * n_rows, n_inner)  # a view, given the strides just checked
         b3, out3 = b3[:1], out.reshape(1, n_batch * n_rows, n_cols)
 
-    if 2 * out.size * n_inner < SERIAL_FLOPS:
-        _matmul_serial(a3, b3, out3, 1, 1, 1)
+    if 2 * out.size * n_inner < SERIAL_FLOPS:  # all of it as one task, on this thread
+        _run_task(a3, b3, out3, 0, 1, 1, 1)
     else:
         _matmul_parallel(a3, b3, out3, *_split_work(out3.shape[0], out3.shape[1], n_cols))
     return out
