@@ -435,11 +435,13 @@ def matmul_numba(a, b):
         return out
 
     n_batch = out.size // (n_rows * n_cols)
-    a3, b3 = _as_3d(a, n_batch), _as_3d(b, n_batch)
-    if a3 is None or b3 is None:  # rare stride pattern: do the first batch axis in Python
-        for i in range(batch_shape[0]):
-            out[i] = matmul_numba(a[i], b[i])
-        return out
+    # Batch axes that cannot merge into one stride (heads split from features: q of shape
+    # (B, h, T, d_k) viewing a (B, T, h, d_k) array) are copied once: far cheaper than one kernel
+    # call per slice.
+    a3 = _as_3d(a, n_batch)
+    a3 = _as_3d(np.ascontiguousarray(a), n_batch) if a3 is None else a3
+    b3 = _as_3d(b, n_batch)
+    b3 = _as_3d(np.ascontiguousarray(b), n_batch) if b3 is None else b3
     out3 = out.reshape(n_batch, n_rows, n_cols)
     if n_batch > 1 and b3.strides[0] == 0 and a3.strides[0] == n_rows * a3.strides[1]:
         # b is the same matrix for every slice (a broadcast weight) and the slices of a are
