@@ -674,6 +674,39 @@ class LogSoftmax(Function):
         return _unrows(kernels.log_softmax_backward(y, rows), ctx.moved_shape, ctx.axis)  # dx = g - e^y sum(g)
 
 
+class MaskedSoftmax(Function):
+    """softmax(scale * x) over the last axis, counting only entries where `mask` is True; the
+    others get weight 0. This is attention's softmax(Q K^T / sqrt(d_k) + M) in one pass, with
+    M = 0 where allowed and -inf where not. mask: bool, broadcastable to x's shape (or None)."""
+
+    @staticmethod
+    def forward(ctx, a, mask=None, scale=1.0):
+        n = a.shape[-1]
+        rows = a.reshape(-1, n)
+        mask_rows = None
+        if mask is not None:
+            try:
+                full = np.broadcast_shapes(mask.shape, a.shape)
+            except ValueError:
+                full = None
+            if full != a.shape:
+                raise ValueError(f"softmax: mask of shape {mask.shape} does not broadcast to the input's shape {a.shape}")
+            if mask.ndim >= 2 and mask.shape[-2:] == a.shape[-2:] and all(d == 1 for d in mask.shape[:-2]):
+                mask_rows = mask.reshape(-1, n)  # one (T_q, T_k) mask shared by every leading index
+            else:
+                mask_rows = np.ascontiguousarray(np.broadcast_to(mask, a.shape)).reshape(-1, n)
+        ctx.scale, ctx.shape = scale, a.shape
+        y = kernels.masked_softmax_forward(rows, mask_rows, scale)
+        ctx.save_for_backward(y)
+        return y.reshape(a.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        # dx = scale * y * (g - sum(g * y)); masked entries have y = 0 and get 0
+        return kernels.masked_softmax_backward(y, g.reshape(y.shape), ctx.scale).reshape(ctx.shape)
+
+
 # ============================================================================ layers' fused ops
 class LayerNorm(Function):
     """Normalize over the last axis, then scale and shift: y = (x - mean) / sqrt(var + eps) * w + b."""

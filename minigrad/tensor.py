@@ -324,8 +324,20 @@ class Tensor:
             _axis(axis, self.ndim, "argmin", self.shape)
         return Tensor._from_op(np.argmin(self.data, axis=axis, keepdims=keepdims), False)
 
-    def softmax(self, axis=-1):
-        return ops.Softmax.apply(self, axis=_axis(axis, self.ndim, "softmax", self.shape))
+    def softmax(self, axis=-1, scale=None, mask=None):
+        """softmax along `axis`. With `scale` and/or a bool `mask` (over the last axis only):
+        softmax(scale * x) counting only the entries where mask is True, in one fused op; a row
+        with nothing allowed gives zeros."""
+        axis = _axis(axis, self.ndim, "softmax", self.shape)
+        if scale is None and mask is None:
+            return ops.Softmax.apply(self, axis=axis)
+        if axis != self.ndim - 1:
+            raise ValueError(f"softmax: scale and mask work over the last axis only, got axis {axis}")
+        if mask is not None:
+            mask = np.asarray(getattr(mask, "data", mask))
+            if mask.dtype != np.bool_:
+                raise TypeError(f"softmax: mask must be bool (True = keep), got {mask.dtype}")
+        return ops.MaskedSoftmax.apply(self, mask=mask, scale=1.0 if scale is None else float(scale))
 
     def log_softmax(self, axis=-1):
         return ops.LogSoftmax.apply(self, axis=_axis(axis, self.ndim, "log_softmax", self.shape))

@@ -712,3 +712,26 @@ def test_float32_in_float32_out(name):
     out.backward(np.ones(out.shape, dtype=np.float32))
     assert x.grad.dtype == np.float32 and x.grad.shape == x.shape
     assert np.all(np.isfinite(x.grad))
+
+
+@pytest.mark.parametrize("mask_shape", [None, (4, 5), (2, 1, 1, 5), (1, 3, 4, 5)])
+def test_fused_scaled_masked_softmax(mask_shape):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 4, 5))
+    mask = None if mask_shape is None else rng.random(mask_shape) > 0.3
+    if mask is not None:
+        mask[..., 0, :] = False  # a query with no allowed key: zero weights, zero gradient
+    keep = np.ones(x.shape, bool) if mask is None else np.broadcast_to(mask, x.shape)
+    z = np.where(keep, 0.5 * x, -np.inf)
+    e = np.exp(z - np.max(np.where(keep, z, -1e300), axis=-1, keepdims=True))
+    total = e.sum(axis=-1, keepdims=True)
+    expected = np.where(total > 0, e / np.where(total > 0, total, 1), 0)
+    t = mg.tensor(x, requires_grad=True)
+    out = t.softmax(axis=-1, scale=0.5, mask=mask)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12, atol=1e-15)
+    mg.gradcheck(lambda a: a.softmax(axis=-1, scale=0.5, mask=mask), [t], atol=1e-7, rtol=1e-5)
+
+
+def test_fused_softmax_rejects_a_mask_that_does_not_broadcast():
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 5\).*\(2, 4, 5\)"):
+        mg.ones(2, 4, 5).softmax(axis=-1, mask=np.ones((3, 5), bool))

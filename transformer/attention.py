@@ -48,8 +48,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
         raise ValueError(f"attention: {k.shape[-2]} keys but {v.shape[-2]} values (k {k.shape}, v {v.shape}); "
                          "each key needs exactly one value")
 
-    # Q K^T / sqrt(d_k): one score per (query, key) pair, (..., T_q, T_k)
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d_k))
+    # Q K^T: one score per (query, key) pair, (..., T_q, T_k)
+    scores = q @ k.transpose(-2, -1)
 
     if mask is not None:
         mask = minigrad.as_tensor(mask)
@@ -58,14 +58,10 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
         if _broadcast_shape(mask.shape, scores.shape) != scores.shape:
             raise ValueError(f"attention: mask of shape {mask.shape} does not broadcast to the "
                              f"scores' shape {scores.shape} (..., T_q, T_k)")
-        blocked = ~mask
-        scores = scores.masked_fill(blocked, float("-inf"))  # + M: -inf where not allowed
 
-    weights = scores.softmax(axis=-1)  # each row sums to 1 over the allowed keys (all -inf row: zeros)
-
-    if mask is not None and (mask.sum(axis=-1) == 0).any():
-        # some query may attend to nothing: make its zero weights (and zero gradient) explicit
-        weights = weights.masked_fill(blocked, 0.0)
+    # softmax(Q K^T / sqrt(d_k) + M) as one fused op: scale the scores, give the blocked keys
+    # weight 0 (e^-inf), normalise each row. A row with no allowed key gets zero weights.
+    weights = scores.softmax(axis=-1, scale=1.0 / math.sqrt(d_k), mask=mask)
 
     weights = minigrad.dropout(weights, dropout_p, training)
     return weights @ v, weights  # the weighted average of the values, (..., T_q, d_v)

@@ -25,12 +25,15 @@ _KERNELS = {
     "softmax_backward": "softmax",
     "log_softmax_forward": "softmax",
     "log_softmax_backward": "softmax",
+    "masked_softmax_forward": "softmax",
+    "masked_softmax_backward": "softmax",
     "layer_norm_forward": "layernorm",
     "layer_norm_backward": "layernorm",
     "gelu_forward": "gelu",
     "gelu_backward": "gelu",
     "cross_entropy_forward": "cross_entropy",
     "cross_entropy_backward": "cross_entropy",
+    "adam_update": "adam",
 }
 _table = {}
 
