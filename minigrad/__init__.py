@@ -7,6 +7,7 @@
     print(x.grad)
 """
 from . import kernels
+from ._allocator import keep_freed_memory
 from .autograd import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
 from .kernels import get_backend, set_backend, use_backend
@@ -54,5 +55,7 @@ del _name
 
 from . import nn, optim  # noqa: E402
 from .serialization import CheckpointError, load, save  # noqa: E402
+
+keep_freed_memory()
 
 __version__ = "0.1.0"
