@@ -642,36 +642,37 @@ def _unrows(rows, moved_shape, axis):
     return np.moveaxis(rows.reshape(moved_shape), -1, axis)
 
 
+def _rowwise_forward(ctx, a, axis, kernel):
+    rows, ctx.moved_shape = _rows(a, axis)
+    ctx.axis = axis
+    y = kernel(rows)
+    ctx.save_for_backward(y)
+    return _unrows(y, ctx.moved_shape, axis)
+
+
+def _rowwise_backward(ctx, g, kernel):
+    (y,) = ctx.saved_tensors
+    return _unrows(kernel(y, _rows(g, ctx.axis)[0]), ctx.moved_shape, ctx.axis)
+
+
 class Softmax(Function):
     @staticmethod
     def forward(ctx, a, axis=-1):
-        rows, ctx.moved_shape = _rows(a, axis)
-        ctx.axis = axis
-        y = kernels.softmax_forward(rows)
-        ctx.save_for_backward(y)
-        return _unrows(y, ctx.moved_shape, axis)
+        return _rowwise_forward(ctx, a, axis, kernels.softmax_forward)  # y = e^x / sum(e^x)
 
     @staticmethod
     def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        rows, _ = _rows(g, ctx.axis)
-        return _unrows(kernels.softmax_backward(y, rows), ctx.moved_shape, ctx.axis)  # dx = y * (g - sum(g * y))
+        return _rowwise_backward(ctx, g, kernels.softmax_backward)  # dx = y * (g - sum(g * y))
 
 
 class LogSoftmax(Function):
     @staticmethod
     def forward(ctx, a, axis=-1):
-        rows, ctx.moved_shape = _rows(a, axis)
-        ctx.axis = axis
-        y = kernels.log_softmax_forward(rows)
-        ctx.save_for_backward(y)
-        return _unrows(y, ctx.moved_shape, axis)
+        return _rowwise_forward(ctx, a, axis, kernels.log_softmax_forward)  # y = x - log(sum(e^x))
 
     @staticmethod
     def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        rows, _ = _rows(g, ctx.axis)
-        return _unrows(kernels.log_softmax_backward(y, rows), ctx.moved_shape, ctx.axis)  # dx = g - e^y sum(g)
+        return _rowwise_backward(ctx, g, kernels.log_softmax_backward)  # dx = g - e^y sum(g)
 
 
 class MaskedSoftmax(Function):
