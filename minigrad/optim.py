@@ -13,15 +13,16 @@
 Notation in the update-rule comments: θ is a parameter, g its gradient, lr the learning rate,
 λ the weight decay, t the step number (1, 2, ...).
 
-An update changes `p.data` in place (numpy's `out=` and `-=`), so a model that holds the
-parameter sees the new values, and it bumps `p._version`, so autograd can tell that a tensor saved
-for a backward pass was changed afterwards. The arithmetic runs in the parameter's dtype: a float32
-model stays float32, and so do the optimizer's buffers.
+An update changes `p.data` in place (numpy's `out=` and `-=`, or Adam's kernel), so a model that
+holds the parameter sees the new values, and it bumps `p._version`, so autograd can tell that a
+tensor saved for a backward pass was changed afterwards. The arithmetic runs in the parameter's
+dtype: a float32 model stays float32, and so do the optimizer's buffers.
 """
 import math
 
 import numpy as np
 
+from . import kernels
 from .tensor import Tensor
 
 __all__ = [
@@ -254,33 +255,17 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad
                 state = self.state.get(p)
                 if state is None:
                     state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(p.data),
                                              "exp_avg_sq": np.zeros_like(p.data)}
                 state["step"] += 1
-                t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-                if wd != 0:
-                    if self._decoupled:
-                        np.multiply(p.data, 1 - lr * wd, out=p.data)  # θ ← θ − lr·λ·θ   (AdamW)
-                    else:
-                        g = g + wd * p.data                           # g ← g + λθ      (Adam, L2)
-                work = self._work_array(p)
-                np.multiply(m, beta1, out=m)                          # m ← β1·m + (1 − β1)·g
-                np.multiply(g, 1 - beta1, out=work)
-                m += work
-                np.multiply(v, beta2, out=v)                          # v ← β2·v + (1 − β2)·g²
-                np.multiply(g, g, out=work)
-                work *= 1 - beta2
-                v += work
-                bias1, bias2 = 1 - beta1 ** t, 1 - beta2 ** t
-                np.sqrt(v, out=work)                                  # θ ← θ − lr·m̂ / (√v̂ + eps)
-                work /= math.sqrt(bias2)
-                work += eps
-                np.divide(m, work, out=work)
-                work *= lr / bias1
-                p.data -= work
+                # in place, in one pass over memory (numba) or in numpy (see kernels/adam.py):
+                #   g ← g + λθ  (Adam)  or  θ ← θ − lr·λ·θ  (AdamW)
+                #   m ← β1·m + (1 − β1)·g,  v ← β2·v + (1 − β2)·g²
+                #   θ ← θ − lr·m̂ / (√v̂ + eps)   with m̂ = m / (1 − β1^t), v̂ = v / (1 − β2^t)
+                kernels.adam_update(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"],
+                                    lr, beta1, beta2, eps, wd, self._decoupled, state["step"])
                 p._version += 1
 
 

@@ -143,6 +143,81 @@ def test_float32_stays_float32():
     np.testing.assert_allclose(p.data, expected, rtol=1e-6, atol=1e-6)
 
 
+def test_adam_float64_grad_on_float32_parameter():
+    p = param(P0, np.float32)
+    opt = optim.Adam([p], lr=0.01, weight_decay=0.1)
+    for g in G:
+        p.grad = g.copy()  # float64
+        opt.step()
+        np.testing.assert_array_equal(p.grad, g)  # the gradient is read, not changed
+    assert p.dtype == np.float32 and opt.state[p]["exp_avg"].dtype == np.float32
+    expected = adam_reference(P0, G, 0.01, 0.9, 0.999, 1e-8, wd=0.1)
+    np.testing.assert_allclose(p.data, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_adam_updates_a_non_contiguous_parameter_in_place():
+    values = np.arange(12.0).reshape(3, 4) / 10
+    p = mg.Tensor(np.asfortranarray(values), requires_grad=True)
+    array = p.data
+    grads = [np.full((3, 4), 0.5), np.linspace(-1, 1, 12).reshape(3, 4)]
+    run(optim.AdamW([p], lr=0.01, weight_decay=0.1), [p], [[g] for g in grads])
+    assert p.data is array
+    expected = adam_reference(values, grads, 0.01, 0.9, 0.999, 1e-8, wd=0.1, decoupled=True)
+    np.testing.assert_allclose(p.data, expected, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("make", [lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.01),
+                                  lambda ps: optim.AdamW([{"params": ps[:2], "weight_decay": 0.1},
+                                                          {"params": ps[2:], "weight_decay": 0.0}], lr=0.01)])
+def test_adam_compiled_and_numpy_backends_agree(dtype, make):
+    rng = np.random.default_rng(3)
+    shapes = [(16, 33), (5, 7, 3), (33,), ()]
+    start = [rng.standard_normal(s) for s in shapes]
+    grads = [[rng.standard_normal(s) for s in shapes] for _ in range(5)]
+    results = {}
+    for backend in ("numba", "numpy"):
+        with mg.use_backend(backend):
+            params = [param(v, dtype) for v in start]
+            opt = make(params)
+            run(opt, params, grads)
+            results[backend] = [(p.data, opt.state[p]["exp_avg"], opt.state[p]["exp_avg_sq"]) for p in params]
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    for compiled, reference in zip(results["numba"], results["numpy"]):
+        for got, expected in zip(compiled, reference):
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * np.abs(expected).max())
+
+
+def test_adamw_matches_torch_with_groups_and_a_schedule():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    shapes = [(8, 16), (16,), (16, 4), (4,)]
+    start = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(6)]
+    lrs = [1e-3, 3e-3, 1e-2, 1e-2, 5e-3, 1e-3]
+
+    params = [param(v, np.float32) for v in start]
+    opt = optim.AdamW([{"params": params[0::2], "weight_decay": 0.1},
+                       {"params": params[1::2], "weight_decay": 0.0}], betas=(0.9, 0.95))
+    tensors = [torch.tensor(v, requires_grad=True) for v in start]
+    reference = torch.optim.AdamW([{"params": tensors[0::2], "weight_decay": 0.1},
+                                   {"params": tensors[1::2], "weight_decay": 0.0}], betas=(0.9, 0.95))
+    for lr, step_grads in zip(lrs, grads):
+        for group in opt.param_groups + reference.param_groups:
+            group["lr"] = lr
+        run(opt, params, [step_grads])
+        for t, g in zip(tensors, step_grads):
+            t.grad = torch.tensor(g)
+        reference.step()
+    for p, t in zip(params, tensors):
+        expected = t.detach().numpy()
+        np.testing.assert_allclose(p.data, expected, rtol=2e-6, atol=2e-6 * np.abs(expected).max())
+        state = reference.state[t]
+        np.testing.assert_allclose(opt.state[p]["exp_avg_sq"], state["exp_avg_sq"].numpy(), rtol=2e-6)
+        assert opt.state[p]["step"] == int(state["step"])
+
+
 # ---------------------------------------------------------------------------- groups, zero_grad, None grads
 def test_param_groups_with_own_hyperparameters():
     a, b = param(P0), param(P0)
