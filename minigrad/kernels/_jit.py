@@ -14,8 +14,6 @@ import sys
 
 
 def _configure_environment():
-    if "numba" in sys.modules:  # too late to change compiler settings
-        return
     os.environ.setdefault("NUMBA_SLP_VECTORIZE", "1")
     if "NUMBA_CPU_FEATURES" not in os.environ:
         try:
@@ -23,9 +21,15 @@ def _configure_environment():
 
             features = llvm.get_host_cpu_features().flatten()
         except Exception:  # pragma: no cover - depends on the llvmlite build
-            return
+            features = ""
         if "+avx512f" in features.split(","):
             os.environ["NUMBA_CPU_FEATURES"] = features + ",-prefer-256-bit"
+    if "numba" in sys.modules:
+        # numba was imported first (by the program or another library): have it read the settings
+        # again. They apply as long as numba has not compiled anything for the CPU yet.
+        from numba.core import config
+
+        config.reload_config()
 
 
 _configure_environment()
