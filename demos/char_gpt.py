@@ -6,6 +6,7 @@
 The first 90% of the characters train, the last 10% validate. AdamW with linear warmup and cosine
 decay, gradient clipping, checkpoints in --out (resume with --resume), a text sample at the end.
 """
+import argparse
 import dataclasses
 import math
 import os
@@ -36,6 +37,8 @@ def build_parser():
     p.add_argument("--beta2", type=float, default=0.99)
     p.add_argument("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this (0: off)")
     p.add_argument("--dropout", type=float, default=0.0)
+    p.add_argument("--bias", action=argparse.BooleanOptionalAction, default=False,
+                   help="biases in Linear and LayerNorm layers (nanoGPT's default: none)")
     p.add_argument("--eval-interval", type=int, default=250)
     p.add_argument("--eval-iters", type=int, default=20)
     p.add_argument("--out", default="out/char_gpt", help="folder for checkpoints and the loss plot")
@@ -99,7 +102,7 @@ def train(args):
         text = builtin_corpus()
     data = CharData(text)
     config = GPTConfig(vocab_size=len(data.chars), block_size=args.block_size, n_layer=args.n_layer,
-                       n_head=args.n_head, d_model=args.d_model, dropout=args.dropout)
+                       n_head=args.n_head, d_model=args.d_model, dropout=args.dropout, bias=args.bias)
     model = GPT(config)
     optimizer = optim.AdamW(param_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, args.beta2))
     os.makedirs(args.out, exist_ok=True)
