@@ -152,14 +152,14 @@ class Function:
     def apply(cls, *inputs, **params):
         from .tensor import Tensor, as_tensor
 
-        inputs = tuple(x if isinstance(x, Tensor) else as_tensor(x) for x in inputs)
-        needs = tuple(t.requires_grad for t in inputs) if _grad_enabled else (False,) * len(inputs)
+        inputs = tuple([x if isinstance(x, Tensor) else as_tensor(x) for x in inputs])
+        needs = tuple([t._requires_grad for t in inputs]) if _grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)
         ctx.fn = cls
         if _anomaly_mode:
             ctx.input_shapes = [t.shape for t in inputs]
             ctx.call_site = _user_call_site()
-        data = cls.forward(ctx, *(t.data for t in inputs), **params)
+        data = cls.forward(ctx, *[t.data for t in inputs], **params)
         if _anomaly_mode:
             _check_finite(ctx, [data], "forward")
         if not isinstance(data, np.ndarray):
@@ -172,7 +172,7 @@ class Function:
                     break
         if out.requires_grad:
             ctx.inputs = inputs
-            ctx.versions = tuple(_root(t)._version for t in inputs)
+            ctx.versions = tuple([_root(t)._version for t in inputs])
             ctx.output_version = _root(out)._version
             out._ctx = ctx
         return out
