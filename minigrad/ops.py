@@ -438,6 +438,18 @@ class Permute(Function):
         return np.transpose(g, np.argsort([x % g.ndim for x in ctx.axes]))  # undo the permutation
 
 
+class Contiguous(Function):
+    """The same values laid out row-major in memory (a copy only if they are not already)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return np.ascontiguousarray(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g  # the values are unchanged, so is their gradient
+
+
 def _normalize_index(index):
     from .tensor import Tensor
 

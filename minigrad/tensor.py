@@ -375,6 +375,11 @@ class Tensor:
         """All axes reversed (numpy's .T)."""
         return self if self.ndim < 2 else ops.Permute.apply(self, axes=tuple(reversed(range(self.ndim))))
 
+    def contiguous(self):
+        """A row-major copy (or this tensor, if it already is): after a transpose, it saves the
+        ops that follow from reading scattered memory, or from copying it again each time."""
+        return self if self.data.flags.c_contiguous else ops.Contiguous.apply(self)
+
     def unsqueeze(self, axis):
         axis = _axis(axis, self.ndim + 1, "unsqueeze", self.shape)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])

@@ -735,3 +735,13 @@ def test_fused_scaled_masked_softmax(mask_shape):
 def test_fused_softmax_rejects_a_mask_that_does_not_broadcast():
     with pytest.raises(ValueError, match=r"mask of shape \(3, 5\).*\(2, 4, 5\)"):
         mg.ones(2, 4, 5).softmax(axis=-1, mask=np.ones((3, 5), bool))
+
+
+def test_contiguous_copies_a_transposed_view_and_passes_the_gradient():
+    x = mg.tensor(np.random.default_rng(4).standard_normal((2, 3, 4)), requires_grad=True)
+    view = x.transpose(0, 2)
+    assert not view.numpy().flags.c_contiguous
+    y = view.contiguous()
+    assert y.numpy().flags.c_contiguous and y.contiguous() is y
+    np.testing.assert_array_equal(y.numpy(), view.numpy())
+    mg.gradcheck(lambda t: t.transpose(0, 2).contiguous() * 2.0, [x], atol=1e-7, rtol=1e-5)

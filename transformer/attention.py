@@ -111,7 +111,7 @@ class MultiHeadAttention(nn.Module):
     def _split_heads(self, x):
         """(B, T, d_model) -> (B, h, T, d_k)"""
         B, T, _ = x.shape
-        return x.reshape(B, T, self.num_heads, self.d_k).transpose(1, 2)
+        return x.reshape(B, T, self.num_heads, self.d_k).transpose(1, 2).contiguous()
 
     def forward(self, query, key, value, mask=None):
         for name, x in (("query", query), ("key", key), ("value", value)):

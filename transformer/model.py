@@ -151,7 +151,9 @@ class CausalSelfAttention(nn.Module):
         rows = slice(i * C, (i + 1) * C)
         bias = None if self.c_attn.bias is None else self.c_attn.bias[rows]
         y = F.linear(x, self.c_attn.weight[rows], bias)
-        return y.reshape(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        # contiguous: the attention products, forward and backward, then read each head's
+        # (T, d_k) block in one piece instead of copying the strided view every time
+        return y.reshape(B, T, self.n_head, C // self.n_head).transpose(1, 2).contiguous()
 
     def forward(self, x, mask):
         """x (B, T, d_model), mask (T, T) causal -> (B, T, d_model)"""
