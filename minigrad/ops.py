@@ -534,15 +534,20 @@ class Where(Function):
         return np.where(ctx.condition, g, zero), np.where(ctx.condition, zero, g)  # each picked value's gradient
 
 
+def _check_mask(op, mask, shape):
+    """A mask must broadcast to the input's shape without enlarging it."""
+    try:
+        full = np.broadcast_shapes(mask.shape, shape)
+    except ValueError:
+        full = None
+    if full != shape:
+        raise ValueError(f"{op}: mask of shape {mask.shape} does not broadcast to the input's shape {shape}")
+
+
 class MaskedFill(Function):
     @staticmethod
     def forward(ctx, a, mask, value):
-        try:
-            shape = np.broadcast_shapes(mask.shape, a.shape)
-        except ValueError:
-            shape = None
-        if shape != a.shape:
-            raise ValueError(f"masked_fill: mask of shape {mask.shape} does not broadcast to the input's shape {a.shape}")
+        _check_mask("masked_fill", mask, a.shape)
         if mask.dtype != np.bool_:
             raise TypeError(f"masked_fill: mask must be boolean, got {mask.dtype}")
         ctx.mask = mask
@@ -698,12 +703,7 @@ class MaskedSoftmax(Function):
         rows = a.reshape(-1, n)
         mask_rows = None
         if mask is not None:
-            try:
-                full = np.broadcast_shapes(mask.shape, a.shape)
-            except ValueError:
-                full = None
-            if full != a.shape:
-                raise ValueError(f"softmax: mask of shape {mask.shape} does not broadcast to the input's shape {a.shape}")
+            _check_mask("softmax", mask, a.shape)
             if mask.ndim >= 2 and mask.shape[-2:] == a.shape[-2:] and all(d == 1 for d in mask.shape[:-2]):
                 mask_rows = mask.reshape(-1, n)  # one (T_q, T_k) mask shared by every leading index
             else:
