@@ -12,7 +12,7 @@ from minigrad import ops
 from strategies import (
     away_from, broadcast_pairs, check_op, distinct, interleaved, leaf, matmul_pairs,
     nonscalar_shapes, nonzero,
-    normal, positive, reductions, rng, seeds, shapes,
+    normal, positive, reductions, rng, seeds, shapes, log_softmax_reference, softmax_reference,
 )
 
 # ops computed by a kernel (numba by default) may sum in another order than numpy: still tight
@@ -28,15 +28,6 @@ def gelu_reference(x):
 def gelu_tanh_reference(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
-
-def softmax_reference(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def log_softmax_reference(x, axis):
-    s = x - x.max(axis=axis, keepdims=True)
-    return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
 
 
 # ============================================================================ elementwise, one input

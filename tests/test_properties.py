@@ -20,6 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 import minigrad as mg
 from minigrad.nn import functional as F
+from strategies import log_softmax_reference, softmax_reference
 
 SETTINGS = dict(max_examples=20, deadline=None)
 
@@ -75,14 +76,6 @@ def test_binary_ops_on_broadcast_float32_shapes_equal_numpy(pair, name, seed, ot
 # and well conditioned (log of values > 0.2, division by |b| > 0.3, no ties for maximum, ...), so that
 # a central difference measures the true gradient.
 
-def _softmax(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def _log_softmax(x, axis):
-    s = x - x.max(axis=axis, keepdims=True)
-    return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
 
 
 def _layer_norm(x, eps=1e-5):
@@ -159,8 +152,8 @@ UNARY = {
 
 # name: (applicable(value), params(data, shape), minigrad fn(x, **p), numpy fn(x, **p))
 SHAPED = {
-    "softmax": (lambda v: v.ndim >= 1, _axis_param, lambda x, axis: x.softmax(axis), _softmax),
-    "log_softmax": (lambda v: v.ndim >= 1, _axis_param, lambda x, axis: x.log_softmax(axis), _log_softmax),
+    "softmax": (lambda v: v.ndim >= 1, _axis_param, lambda x, axis: x.softmax(axis), softmax_reference),
+    "log_softmax": (lambda v: v.ndim >= 1, _axis_param, lambda x, axis: x.log_softmax(axis), log_softmax_reference),
     # over 2 features layer norm is degenerate: the output is +-1 whatever the input, so the gradient
     # is O(eps) = 1e-5, the rounding residue of O(1) terms that cancel; hence 3 features or more
     "layer_norm": (lambda v: v.ndim >= 1 and v.shape[-1] >= 3 and (v.std(-1) > 0.1).all(), _no_params,
