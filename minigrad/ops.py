@@ -720,6 +720,59 @@ class MaskedSoftmax(Function):
         return kernels.masked_softmax_backward(y, g.reshape(y.shape), ctx.scale).reshape(ctx.shape)
 
 
+def _as_4d(x):
+    """(..., T, d) as (n1, n2, T, d): views for 2 to 4 dims, a reshape (a copy if needed) above."""
+    if x.ndim <= 4:
+        return x.reshape((1,) * (4 - x.ndim) + x.shape)
+    return x.reshape((-1,) + x.shape[-3:])
+
+
+class ScaledDotProductAttention(Function):
+    """Attention(Q, K, V) = softmax(scale * Q K^T, blocked keys at -inf) V in one node.
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v); the leading axes
+    broadcast. mask: bool, broadcastable to (..., T_q, T_k), True where a query may attend to a key.
+    The same math as matmul, masked softmax and matmul in a row (transformer/attention.py spells it
+    out), in one kernel: the scores never leave it, and keys past the last allowed one are skipped.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask=None, scale=None):
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            if x.ndim < 2:
+                raise ValueError(f"scaled_dot_product_attention: {name} must be (..., T, d), got shape {x.shape}")
+        if not q.dtype == k.dtype == v.dtype:
+            raise TypeError(f"scaled_dot_product_attention: q, k, v must share a dtype, got {q.dtype}, "
+                            f"{k.dtype}, {v.dtype}")
+        if k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
+            raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
+                             "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
+        try:
+            batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        except ValueError:
+            raise ValueError(f"scaled_dot_product_attention: the leading axes of q {q.shape}, k {k.shape} and "
+                             f"v {v.shape} do not broadcast") from None
+        scores_shape = batch + (q.shape[-2], k.shape[-2])
+        if mask is not None:
+            if mask.dtype != np.bool_:
+                raise TypeError(f"scaled_dot_product_attention: mask must be bool (True = may attend), got {mask.dtype}")
+            _check_mask("scaled_dot_product_attention", mask, scores_shape)
+            mask = _as_4d(np.broadcast_to(mask, scores_shape))
+        q4, k4, v4 = (_as_4d(np.broadcast_to(x, batch + x.shape[-2:])) for x in (q, k, v))
+        ctx.scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else float(scale)
+        out, weights = kernels.attention_forward(q4, k4, v4, mask, ctx.scale)
+        ctx.save_for_backward(q4, k4, v4, weights)
+        ctx.batch = batch
+        return out.reshape(batch + out.shape[-2:])
+
+    @staticmethod
+    def backward(ctx, g):
+        q4, k4, v4, weights = ctx.saved_tensors
+        # dV = W^T g;  dS = scale W (g V^T - rowsum(W * g V^T));  dQ = dS K;  dK = dS^T Q
+        grads = kernels.attention_backward(g.reshape(q4.shape[:3] + v4.shape[3:]), q4, k4, v4, weights, ctx.scale)
+        return tuple(d.reshape(ctx.batch + d.shape[-2:]) for d in grads)
+
+
 # ============================================================================ layers' fused ops
 class LayerNorm(Function):
     """Normalize over the last axis, then scale and shift: y = (x - mean) / sqrt(var + eps) * w + b."""

@@ -23,7 +23,7 @@ def _broadcast_shape(a, b):
     return tuple(reversed(result))
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True):
+def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, need_weights=True):
     """Scaled dot-product attention, Eq. (1):
 
         Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
@@ -39,6 +39,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     since e^-inf = 0 gives a blocked key zero weight. A query with no allowed key at all gets zero
     weights and a zero output (not 0/0 = NaN), and its gradient is 0.
     dropout_p: dropout on the weights while `training` (section 5.4, "Residual Dropout").
+    need_weights=False: return (output, None) and, when there is no dropout to apply, compute the
+    same thing with minigrad's fused op `F.scaled_dot_product_attention` (faster, less memory).
     """
     d_k = q.shape[-1]
     if k.shape[-1] != d_k:
@@ -48,16 +50,20 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
         raise ValueError(f"attention: {k.shape[-2]} keys but {v.shape[-2]} values (k {k.shape}, v {v.shape}); "
                          "each key needs exactly one value")
 
-    # Q K^T: one score per (query, key) pair, (..., T_q, T_k)
-    scores = q @ k.transpose(-2, -1)
-
+    scores_shape = _broadcast_shape(q.shape[:-1], k.shape[:-1])
+    scores_shape = scores_shape and scores_shape[:-1] + (q.shape[-2], k.shape[-2])  # (..., T_q, T_k)
     if mask is not None:
         mask = minigrad.as_tensor(mask)
         if mask.dtype != minigrad.bool_:
             raise TypeError(f"attention: mask must be bool (True = may attend), got {mask.dtype}")
-        if _broadcast_shape(mask.shape, scores.shape) != scores.shape:
+        if scores_shape is not None and _broadcast_shape(mask.shape, scores_shape) != scores_shape:
             raise ValueError(f"attention: mask of shape {mask.shape} does not broadcast to the "
-                             f"scores' shape {scores.shape} (..., T_q, T_k)")
+                             f"scores' shape {scores_shape} (..., T_q, T_k)")
+    if not need_weights and (dropout_p == 0 or not training):
+        return nn.functional.scaled_dot_product_attention(q, k, v, mask, scale=1.0 / math.sqrt(d_k)), None
+
+    # Q K^T: one score per (query, key) pair, (..., T_q, T_k)
+    scores = q @ k.transpose(-2, -1)
 
     # softmax(Q K^T / sqrt(d_k) + M) as one fused op: scale the scores, give the blocked keys
     # weight 0 (e^-inf), normalise each row. A row with no allowed key gets zero weights.

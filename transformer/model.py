@@ -151,15 +151,14 @@ class CausalSelfAttention(nn.Module):
         rows = slice(i * C, (i + 1) * C)
         bias = None if self.c_attn.bias is None else self.c_attn.bias[rows]
         y = F.linear(x, self.c_attn.weight[rows], bias)
-        # contiguous: the attention products, forward and backward, then read each head's
-        # (T, d_k) block in one piece instead of copying the strided view every time
-        return y.reshape(B, T, self.n_head, C // self.n_head).transpose(1, 2).contiguous()
+        return y.reshape(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # a view, no copy
 
     def forward(self, x, mask):
         """x (B, T, d_model), mask (T, T) causal -> (B, T, d_model)"""
         B, T, C = x.shape
         q, k, v = (self._project(x, i) for i in range(3))
-        y, _ = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)  # (B, h, T, d_k)
+        # (B, h, T, d_k); without the weights, the fused op (while there is no dropout to apply)
+        y, _ = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, need_weights=False)
         y = y.transpose(1, 2).reshape(B, T, C)  # concatenate the heads
         return self.resid_dropout(self.c_proj(y))
 

@@ -34,6 +34,8 @@ _KERNELS = {
     "cross_entropy_forward": "cross_entropy",
     "cross_entropy_backward": "cross_entropy",
     "adam_update": "adam",
+    "attention_forward": "attention",
+    "attention_backward": "attention",
 }
 _table = {}
 

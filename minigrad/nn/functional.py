@@ -49,6 +49,19 @@ def log_softmax(x, axis=-1):
     return x.log_softmax(axis)
 
 
+def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
+    """softmax(scale * q k^T, with blocked keys at -inf) v, in one fused op.
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v), leading axes
+    broadcast; scale defaults to 1 / sqrt(d_k). mask: bool, broadcastable to (..., T_q, T_k), True
+    where query i may attend to key j; a query with no allowed key gets a zero output.
+    transformer/attention.py builds the same thing from matmul and softmax, step by step, and also
+    returns the attention weights; this op keeps them to itself and is faster."""
+    if mask is not None:
+        mask = np.asarray(getattr(mask, "data", mask))
+    return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=scale)
+
+
 def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
     """Cross-entropy of `logits` (..., V) against integer `targets` (...): the class axis is last
     (for 2-D logits (N, V) this is PyTorch's layout too).

@@ -1,0 +1,321 @@
+"""Scaled dot-product attention in one kernel, forward and backward.
+
+    weights = softmax(scale * Q K^T, with blocked keys at -inf),   out = weights V
+
+Shapes (4-D, batch and heads first): q (B, h, T_q, d_k), k (B, h, T_k, d_k), v (B, h, T_k, d_v),
+mask bool (B, h, T_q, T_k), True where query i may attend to key j (any strides: a broadcast
+(T_q, T_k) mask has zero strides on its first two axes). A query with no allowed key gets zero
+weights and a zero output.
+
+``attention_*_numpy`` are the reference: the formula in a few lines of numpy.
+
+``attention_*_numba`` do the same work one (batch, head) slice at a time, in parallel over the
+slices, without ever storing the (T_q, T_k) scores outside the weights they become:
+
+- forward, for each query row i: the scores of row i (one pass over the keys), the masked softmax
+  of that row, then the row's output, sum_j weights[i, j] v[j];
+- backward, for each query row i, with g = d loss / d out:
+      dp[j]  = g[i] . v[j]                          (d loss / d weights[i, j])
+      ds[j]  = scale * w[j] (dp[j] - sum_j w[j] dp[j])   (softmax backward, times the scale)
+      dq[i]  = sum_j ds[j] k[j],   dk[j] += ds[j] q[i],   dv[j] += w[j] g[i]
+
+Only keys up to the last allowed one of each row are visited, so a causal mask halves the work:
+row i of a causal mask ends at key i. (The backward finds the end of a row from its weights: past
+the last nonzero weight every term above is zero.)
+
+The rows of k and v, and any row the inner loops read, are first copied into small contiguous
+scratch arrays: the inputs may be strided views (heads split from the features of a (B, T, d_model)
+array) and the loops over d_k vectorise only on contiguous rows.
+"""
+
+import numpy as np
+
+from ._jit import jit, numba, prange  # isort: skip
+from numba import types  # noqa: E402
+from numba.core.imputils import impl_ret_borrowed  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
+
+from .matmul import KC, MR, NR, _matmul_block  # noqa: E402
+from .softmax import fast_exp, simd_add, simd_max  # noqa: E402
+
+VECTOR = 16  # float32 numbers in an AVX-512 register
+SERIAL_FLOPS = 200_000  # below this many multiply-adds, one thread does the whole batch
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reference twins (numpy)
+# ---------------------------------------------------------------------------------------------------
+
+
+def attention_forward_numpy(q, k, v, mask, scale):
+    """-> (out (B, h, T_q, d_v), weights (B, h, T_q, T_k)); mask None or bool (B, h, T_q, T_k)."""
+    scores = scale * (q @ np.swapaxes(k, -1, -2))
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isneginf(row_max), 0, row_max))  # a fully blocked row: e = 0
+    total = e.sum(axis=-1, keepdims=True)
+    weights = e / np.where(total == 0, 1, total)
+    return weights @ v, weights
+
+
+def attention_backward_numpy(g, q, k, v, weights, scale):
+    """-> (dq, dk, dv) from g = d loss / d out (B, h, T_q, d_v) and the forward's weights."""
+    dv = np.swapaxes(weights, -1, -2) @ g  # out = W V  =>  dV = W^T g
+    dp = g @ np.swapaxes(v, -1, -2)  # dW = g V^T
+    ds = scale * weights * (dp - (dp * weights).sum(axis=-1, keepdims=True))  # softmax backward
+    return ds @ k, np.swapaxes(ds, -1, -2) @ q, dv  # S = scale Q K^T  =>  dQ = dS K, dK = dS^T Q
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compiled kernels (numba)
+# ---------------------------------------------------------------------------------------------------
+
+
+@intrinsic
+def _strided(typingctx, array):
+    """The same array, typed as a read-only strided array (numba layout 'A').
+
+    That is the type matmul.py's ``_run_task`` hands to ``_matmul_block`` for its operands, so the
+    products below call the very same compiled code instead of compiling it again for C-contiguous
+    or transposed operands. (All array types share one memory layout in numba; only the type the
+    compiler sees changes.)
+    """
+    if not isinstance(array, types.Array):
+        return None
+    result = array.copy(layout="A", readonly=True)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, result, args[0])
+
+    return result(array), codegen
+
+
+@jit
+def _product(a, b, c, ends, scratch):
+    """c = a @ b with matmul.py's blocked kernel, for a (M, K), b (K, N) strided, c (M, N) C.
+
+    ends: None, or for each row i of c the number of leading columns needed (the rest of the row
+    may be left unwritten): then each block of 8 rows computes only the column strips its rows need.
+    scratch: (packed_a, packed_b, edge) buffers for _matmul_block.
+    """
+    packed_a, packed_b, edge = scratch
+    n_rows, n_cols = c.shape
+    n_blocks, n_strips = (n_rows + MR - 1) // MR, (n_cols + NR - 1) // NR
+    zero = np.intp(0)
+    if ends is None:
+        _matmul_block(a, b, c, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
+        return
+    for block in range(n_blocks):
+        need = 0
+        for i in range(block * MR, min(block * MR + MR, n_rows)):
+            need = max(need, ends[i])
+        strips = np.intp((need + NR - 1) // NR)
+        if strips > 0:
+            _matmul_block(a, b, c, zero, strips, np.intp(block), np.intp(block + 1), packed_a, packed_b, edge)
+
+
+@jit
+def _scratch(dtype_of):
+    """Buffers for _matmul_block: a not packed (0 rows), one packed strip of b, one edge tile."""
+    dtype = dtype_of.dtype
+    return np.empty((0, 1), dtype=dtype), np.empty((KC, NR), dtype=dtype), np.empty((MR, NR), dtype=dtype)
+
+
+@jit
+def _copy_into(src, dst):
+    """dst[i, c] = src[i, c]."""
+    for i in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[i, c] = src[i, c]
+
+
+@jit
+def _transpose_into(src, dst):
+    """dst[c, i] = src[i, c]: once per slice, so that the products read rows, not columns."""
+    for i in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[c, i] = src[i, c]
+
+
+@jit
+def _row_end(row, n):
+    """How much of row[:n] the loops visit: up to its last nonzero (True) entry, rounded up to a
+    multiple of 16 (whole SIMD vectors: the extra entries are zero or blocked and change nothing);
+    0 if there is no such entry."""
+    for j in range(n - 1, -1, -1):
+        if row[j]:
+            return min((j + VECTOR) // VECTOR * VECTOR, n)
+    return 0
+
+
+# Explicit signatures: each kernel compiles once per dtype (or loads from the cache) when this module
+# is imported, whatever the strides of its arrays.
+def _array(dtype, layout="A", readonly=False, ndim=4):
+    return types.Array(dtype, ndim, layout, readonly=readonly)
+
+
+def _forward_signature(dtype):
+    inputs = [_array(dtype, readonly=True)] * 3 + [_array(types.boolean, readonly=True), types.float64]
+    return types.void(*inputs, _array(dtype), _array(dtype, "C"), *[types.intp] * 2)
+
+
+def _backward_signature(dtype):
+    inputs = [_array(dtype, readonly=True)] * 4 + [_array(dtype, "C", readonly=True), types.float64]
+    return types.void(*inputs, *[_array(dtype)] * 3, *[types.intp] * 2)
+
+
+@jit([_forward_signature(t) for t in (types.float32, types.float64)], error_model="numpy")
+def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
+    """out and weights of the slices first <= s < stop, slice s = (s // h, s % h)."""
+    n_heads, n_queries, n_keys, d_v = q.shape[1], q.shape[2], k.shape[2], v.shape[3]
+    dtype = q.dtype
+    scratch = _scratch(q)
+    out_rows = np.empty((n_queries, d_v), dtype=dtype)
+    k_t = np.empty((q.shape[3], n_keys), dtype=dtype)
+    ends = np.empty(n_queries, dtype=np.intp)
+    s = dtype.type(scale)
+    minus_inf = dtype.type(-np.inf)
+    for slice_ in range(first, stop):
+        b, h = slice_ // n_heads, slice_ % n_heads
+        w = weights[b, h]
+        for i in range(n_queries):  # keys past the last allowed one are not visited
+            ends[i] = _row_end(mask[b, h, i], n_keys)
+        _transpose_into(k[b, h], k_t)
+        _product(q[b, h], _strided(k_t), w, ends, scratch)  # scores Q K^T (only the columns needed)
+        for i in range(n_queries):  # masked softmax of scale * scores, row by row
+            allowed, row, end = mask[b, h, i], w[i], ends[i]
+            shift = minus_inf
+            for j in range(end):
+                shift = simd_max(shift, s * row[j] if allowed[j] else minus_inf)
+            if shift == minus_inf:  # nothing allowed: zero weights (end = 0 also lands here)
+                row[:] = 0
+                continue
+            total = dtype.type(0)
+            for j in range(end):
+                e = fast_exp(s * row[j] - shift) if allowed[j] else dtype.type(0)
+                row[j] = e
+                total = simd_add(total, e)
+            inverse = dtype.type(1) / total
+            for j in range(end):
+                row[j] *= inverse
+            row[end:] = 0
+        _product(_strided(w), v[b, h], out_rows, None, scratch)  # out = W V
+        _copy_into(out_rows, out[b, h])
+
+
+@jit([_backward_signature(t) for t in (types.float32, types.float64)], error_model="numpy")
+def backward_slices(g, q, k, v, weights, scale, dq, dk, dv, first, stop):
+    """dq, dk and dv of the slices first <= s < stop, slice s = (s // h, s % h)."""
+    n_heads, n_queries, n_keys, d_k, d_v = q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]
+    dtype = q.dtype
+    scratch = _scratch(q)
+    ds = np.empty((n_queries, n_keys), dtype=dtype)
+    dq_rows = np.empty((n_queries, d_k), dtype=dtype)
+    dk_rows = np.empty((n_keys, d_k), dtype=dtype)
+    dv_rows = np.empty((n_keys, d_v), dtype=dtype)
+    v_t = np.empty((d_v, n_keys), dtype=dtype)
+    ends = np.empty(n_queries, dtype=np.intp)
+    s = dtype.type(scale)
+    for slice_ in range(first, stop):
+        b, h = slice_ // n_heads, slice_ % n_heads
+        w = weights[b, h]
+        for i in range(n_queries):  # past the last nonzero weight, every term is zero
+            ends[i] = _row_end(w[i], n_keys)
+        _transpose_into(v[b, h], v_t)
+        _product(g[b, h], _strided(v_t), ds, ends, scratch)  # dW = g V^T
+        for i in range(n_queries):  # dS = scale * W * (dW - rowsum(dW * W)), zero past the end
+            row, w_row, end = ds[i], w[i], ends[i]
+            dot = dtype.type(0)
+            for j in range(end):
+                dot = simd_add(dot, w_row[j] * row[j])
+            for j in range(end):
+                row[j] = s * w_row[j] * (row[j] - dot)
+            row[end:] = 0
+        ds_ = _strided(ds)
+        _product(ds_, k[b, h], dq_rows, None, scratch)  # dQ = dS K
+        _product(ds_.T, q[b, h], dk_rows, None, scratch)  # dK = dS^T Q
+        _product(w.T, g[b, h], dv_rows, None, scratch)  # dV = W^T g
+        _copy_into(dq_rows, dq[b, h])
+        _copy_into(dk_rows, dk[b, h])
+        _copy_into(dv_rows, dv[b, h])
+
+
+@jit([types.void(*_forward_signature(types.float32).args[:-2], types.intp)], parallel=True)
+def _forward_parallel(q, k, v, mask, scale, out, weights, n_chunks):
+    """forward_slices over every slice, in n_chunks equal runs of slices shared by the threads."""
+    n_slices = q.shape[0] * q.shape[1]
+    for chunk in prange(n_chunks):
+        forward_slices(q, k, v, mask, scale, out, weights, chunk * n_slices // n_chunks,
+                       (chunk + 1) * n_slices // n_chunks)
+
+
+@jit([types.void(*_backward_signature(types.float32).args[:-2], types.intp)], parallel=True)
+def _backward_parallel(g, q, k, v, weights, scale, dq, dk, dv, n_chunks):
+    """backward_slices over every slice, in n_chunks equal runs of slices shared by the threads."""
+    n_slices = q.shape[0] * q.shape[1]
+    for chunk in prange(n_chunks):
+        backward_slices(g, q, k, v, weights, scale, dq, dk, dv, chunk * n_slices // n_chunks,
+                        (chunk + 1) * n_slices // n_chunks)
+
+
+def _n_chunks(x, work):
+    """How many runs of slices to share out: 1 (this thread) for float64 or small work."""
+    n_slices = x.shape[0] * x.shape[1]
+    if x.dtype != np.float32 or work < SERIAL_FLOPS or n_slices < 2:
+        return 1
+    return min(numba.get_num_threads(), n_slices)
+
+
+def _check(name, q, k, v):
+    for what, x in (("q", q), ("k", k), ("v", v)):
+        if x.ndim != 4 or x.dtype not in (np.float32, np.float64) or x.dtype != q.dtype:
+            raise ValueError(f"{name}: {what} must be a 4-D float32 or float64 array like q, "
+                             f"got {x.shape} {x.dtype} (q: {q.shape} {q.dtype})")
+    B, h, T_q, d_k = q.shape
+    if k.shape[:2] != (B, h) or v.shape[:3] != k.shape[:3] or k.shape[3] != d_k:
+        raise ValueError(f"{name}: shapes do not fit: q {q.shape}, k {k.shape}, v {v.shape}")
+
+
+def attention_forward_numba(q, k, v, mask, scale):
+    """-> (out (B, h, T_q, d_v), weights (B, h, T_q, T_k)); out has the memory layout of q."""
+    _check("attention_forward", q, k, v)
+    (B, h, T_q, d_k), T_k, d_v = q.shape, k.shape[2], v.shape[3]
+    if mask is None:
+        mask = np.ones((1, 1, 1, 1), dtype=np.bool_)
+    mask = np.broadcast_to(mask, (B, h, T_q, T_k))  # (zero strides, no copy)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"attention_forward: mask must be bool, got {mask.dtype}")
+    out = np.empty_like(q, shape=(B, h, T_q, d_v))  # (same layout as q: heads split from features stay so)
+    weights = np.empty((B, h, T_q, T_k), dtype=q.dtype)
+    if out.size == 0 or weights.size == 0:
+        out.fill(0)
+        weights.fill(0)
+        return out, weights
+    n_chunks = _n_chunks(q, B * h * T_q * T_k * (d_k + d_v))
+    if n_chunks > 1:
+        _forward_parallel(q, k, v, mask, float(scale), out, weights, n_chunks)
+    else:
+        forward_slices(q, k, v, mask, float(scale), out, weights, 0, B * h)
+    return out, weights
+
+
+def attention_backward_numba(g, q, k, v, weights, scale):
+    """-> (dq, dk, dv), each with the shape and memory layout of q, k, v."""
+    _check("attention_backward", q, k, v)
+    if g.shape != q.shape[:3] + v.shape[3:] or weights.shape != q.shape[:3] + k.shape[2:3]:
+        raise ValueError(f"attention_backward: g {g.shape} or weights {weights.shape} do not fit "
+                         f"q {q.shape}, k {k.shape}, v {v.shape}")
+    weights = np.ascontiguousarray(weights)
+    dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
+    if dq.size == 0 or dk.size == 0 or dv.size == 0:
+        for d in (dq, dk, dv):
+            d.fill(0)
+        return dq, dk, dv
+    B, h, T_q, T_k = weights.shape
+    n_chunks = _n_chunks(q, 2 * B * h * T_q * T_k * (q.shape[3] + v.shape[3]))
+    if n_chunks > 1:
+        _backward_parallel(g, q, k, v, weights, float(scale), dq, dk, dv, n_chunks)
+    else:
+        backward_slices(g, q, k, v, weights, float(scale), dq, dk, dv, 0, B * h)
+    return dq, dk, dv
