@@ -574,10 +574,11 @@ class Triangle(Function):
 
 
 # ============================================================================ matrix product
-def _mm(a, b):
-    if a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
-        return matmul_kernel(a, b)
-    return np.matmul(a, b)
+def _mm(a, b, bias=None):
+    """a @ b (+ bias): the matmul kernel for float operands, numpy for any others."""
+    if a.dtype == b.dtype == (a.dtype if bias is None else bias.dtype) and a.dtype in (np.float32, np.float64):
+        return matmul_kernel(a, b, bias)
+    return np.matmul(a, b) if bias is None else np.matmul(a, b) + bias
 
 
 class MatMul(Function):
@@ -631,10 +632,10 @@ class Linear(Function):
                 f"linear: input of shape {x.shape} has {x.shape[-1]} features, "
                 f"but the weight {weight.shape} expects {weight.shape[1]}"
             )
-        x2 = x.reshape(-1, x.shape[-1])
-        y = _mm(x2, weight.T)
-        if bias is not None:
-            y += bias
+        if bias is not None and bias.shape != weight.shape[:1]:
+            raise ValueError(f"linear: bias of shape {bias.shape} does not fit the weight {weight.shape}; "
+                             f"expected ({weight.shape[0]},), one number per output feature")
+        y = _mm(x.reshape(-1, x.shape[-1]), weight.T, bias)  # the bias is where the sums start
         ctx.save_for_backward(x, weight)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
@@ -881,6 +882,5 @@ class Embedding(Function):
 
     @staticmethod
     def backward(ctx, g):
-        dw = np.zeros(ctx.shape, dtype=g.dtype)  # each row's gradient is the sum over every use of it
-        np.add.at(dw, ctx.ids.reshape(-1), g.reshape(-1, ctx.shape[1]))
-        return dw
+        # each row's gradient is the sum of the gradients of every position that used it
+        return kernels.embedding_backward(ctx.ids.reshape(-1), g.reshape(-1, ctx.shape[1]), ctx.shape[0])

@@ -133,8 +133,42 @@ def test_large_blocks_of_a_are_packed(transpose_a):
     a = random(rng, (k, m), np.float64).T if transpose_a else random(rng, (m, k), np.float64)
     b = random(rng, (k, n), np.float64)
     out = np.empty((1, m, n))
-    matmul_module._run_task(a[np.newaxis], b[np.newaxis], out, 0, 1, 1, 1)
+    matmul_module._run_task(a[np.newaxis], b[np.newaxis], out, np.zeros(0, a.dtype), 0, 1, 1, 1)
     np.testing.assert_allclose(out[0], a @ b, rtol=1e-12, atol=1e-12 * np.abs(a).max() * np.abs(b).max() * k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "shape_a, shape_b",
+    [
+        ((1, 1), (1, 1)),
+        ((MR + 1, 33), (33, NR + 1)),  # edge tiles: the bias is padded to whole strips
+        ((40, 2 * KC + 88), (2 * KC + 88, 70)),  # several k blocks: the bias is added once
+        ((3, 5, 65), (3, 65, 3 * NR - 5)),  # batched, the last strip partial
+        ((4, 9, 20), (4, 20, 33)),  # one product per batch slice
+        ((768, 128), (128, 384)),
+        ((6, 0), (0, 7)),  # empty inner axis: the result is the bias
+    ],
+)
+def test_bias_is_added_to_every_row(shape_a, shape_b, dtype):
+    rng = np.random.default_rng(11)
+    a, b = random(rng, shape_a, dtype), random(rng, shape_b, dtype)
+    bias = random(rng, shape_b[-1:], dtype) * 10
+    for b_view in (b, np.ascontiguousarray(np.swapaxes(b, -1, -2)).swapaxes(-1, -2)):  # row-major, transposed
+        got, expected = matmul_numba(a, b_view, bias), matmul_numpy(a, b_view, bias)
+        assert got.shape == expected.shape and got.dtype == dtype
+        np.testing.assert_allclose(got, np.matmul(a, b) + bias, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-4 if dtype == np.float32 else 1e-11)
+        np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-4 if dtype == np.float32 else 1e-11)
+
+
+def test_bias_of_the_wrong_shape_is_refused():
+    a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    with pytest.raises(ValueError, match="bias"):
+        matmul_numba(a, b, np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="bias"):
+        matmul_numba(a, b, np.ones(5, np.float64))
 
 
 def test_rejects_mismatched_inputs():

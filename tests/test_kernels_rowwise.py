@@ -775,3 +775,21 @@ def test_float32_masked_softmax_loops_are_vectorised_without_gathers():
     llvm_ir = next(iter(kernel.inspect_llvm().values()))
     assert "x float>" in llvm_ir
     assert "gather" not in llvm_ir and "scatter" not in llvm_ir
+
+
+# ------------------------------------------------------------------------------ embedding backward
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(n=st.integers(0, 300), rows=st.integers(1, 40), dim=st.sampled_from([1, 5, 16, 33]), seed=seeds)
+def test_embedding_backward_numba_matches_numpy(dtype, n, rows, dim, seed):
+    from minigrad.kernels.embedding import embedding_backward_numba, embedding_backward_numpy
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, rows, size=n)  # ids repeat: each use adds to its row
+    g = rng.standard_normal((n, dim)).astype(dtype)
+    expected = embedding_backward_numpy(ids, g, rows)
+    assert_close(embedding_backward_numba(ids.astype(np.int32), g, rows), expected)
+    assert_close(embedding_backward_numba(ids, g[::-1][::-1], rows), expected)
+    manual = np.zeros((rows, dim))
+    for i, r in enumerate(ids):
+        manual[r] += g[i]
+    np.testing.assert_allclose(expected, manual, rtol=1e-5, atol=1e-5)

@@ -36,6 +36,7 @@ _KERNELS = {
     "adam_update": "adam",
     "attention_forward": "attention",
     "attention_backward": "attention",
+    "embedding_backward": "embedding",
 }
 _table = {}
 

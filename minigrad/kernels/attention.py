@@ -99,12 +99,12 @@ def _product(a, b, c, ends, scratch):
     may be left unwritten): then each block of 8 rows computes only the column strips its rows need.
     scratch: (packed_a, packed_b, edge) buffers for _matmul_block.
     """
-    packed_a, packed_b, edge = scratch
+    packed_a, packed_b, edge, no_bias = scratch
     n_rows, n_cols = c.shape
     n_blocks, n_strips = (n_rows + MR - 1) // MR, (n_cols + NR - 1) // NR
     zero = np.intp(0)
     if ends is None:
-        _matmul_block(a, b, c, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
+        _matmul_block(a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
         return
     for block in range(n_blocks):
         need = 0
@@ -112,14 +112,16 @@ def _product(a, b, c, ends, scratch):
             need = max(need, ends[i])
         strips = np.intp((need + NR - 1) // NR)
         if strips > 0:
-            _matmul_block(a, b, c, zero, strips, np.intp(block), np.intp(block + 1), packed_a, packed_b, edge)
+            _matmul_block(a, b, c, no_bias, zero, strips, np.intp(block), np.intp(block + 1), packed_a, packed_b, edge)
 
 
 @jit
 def _scratch(dtype_of):
-    """Buffers for _matmul_block: a not packed (0 rows), one packed strip of b, one edge tile."""
+    """Buffers for _matmul_block: a not packed (0 rows), one packed strip of b, one edge tile; and
+    an empty bias."""
     dtype = dtype_of.dtype
-    return np.empty((0, 1), dtype=dtype), np.empty((KC, NR), dtype=dtype), np.empty((MR, NR), dtype=dtype)
+    return (np.empty((0, 1), dtype=dtype), np.empty((KC, NR), dtype=dtype), np.empty((MR, NR), dtype=dtype),
+            np.empty(0, dtype=dtype))
 
 
 @jit

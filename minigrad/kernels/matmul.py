@@ -55,13 +55,16 @@ PACK_A_STRIPS = 8  # if at least this many strips will read the copy
 SERIAL_FLOPS = 1_000_000  # below this many flops, waking the worker threads costs more than it saves
 
 
-def matmul_numpy(a, b):
-    """Reference: ``a @ b`` with numpy.
+def matmul_numpy(a, b, bias=None):
+    """Reference: ``a @ b`` (+ ``bias``) with numpy.
 
-    a: (*batch, M, K), b: (*batch, K, N), same batch shape and dtype.
+    a: (*batch, M, K), b: (*batch, K, N), same batch shape and dtype; bias: None or (N,).
     Returns a new C-contiguous array (*batch, M, N).
     """
-    return np.matmul(a, b)
+    out = np.matmul(a, b)
+    if bias is not None:
+        out += bias
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,7 +126,7 @@ def _number_size_numba(array):
 
 
 @jit
-def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accumulate):
+def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accumulate, bias, bias_j0):
     """c[ci:ci+8*n_tiles, cj:cj+32] (+)= a[i0:i0+8*n_tiles, k0:k1] @ b[bk0:bk0+k1-k0, bj0:bj0+32],
     as n_tiles register tiles of 8 x 32, one below the other.
 
@@ -131,7 +134,9 @@ def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accum
        rows of ``c`` that the caller throws away), so an edge tile never reads out of bounds.
     b: (rows, cols) with contiguous rows: a packed strip, or b itself.
     c: (rows, cols) C-contiguous, with room for all the tiles.
-    accumulate: add to the tiles already in ``c`` (False: overwrite them).
+    accumulate: add to the tiles already in ``c``. Otherwise overwrite them, starting the sums
+       from bias[bias_j0:bias_j0+32] in every row (c = a @ b + bias in the same pass), or from 0
+       if bias is empty.
 
     The 8 rows of a tile are written out one by one and its 32 columns are a loop with a constant
     trip count: LLVM unrolls that loop, keeps the 8 x 32 ``acc`` in 16 vector registers, and
@@ -155,6 +160,10 @@ def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accum
         if accumulate:
             for r in range(MR):
                 _copy_row(c, ic + r, cj, acc, r, 0)
+        elif bias.shape[0] > 0:
+            for r in range(MR):
+                for j in range(NR):
+                    acc[r, j] = bias[np.uintp(bias_j0 + j)]
         else:
             for r in range(MR):
                 for j in range(NR):
@@ -259,11 +268,12 @@ def _copy_block(src, si, sj, dst, di, dj, height, width):
 
 
 @jit
-def _matmul_block(a, b, c, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
-    """c[rows, cols] = a[rows] @ b[:, cols] for the column strips [strip_lo, strip_hi) (NR
-    columns each) and the row blocks [block_lo, block_hi) (MR rows each).
+def _matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
+    """c[rows, cols] = a[rows] @ b[:, cols] (+ bias[cols]) for the column strips [strip_lo, strip_hi)
+    (NR columns each) and the row blocks [block_lo, block_hi) (MR rows each).
 
-    a: (M, K) strided, b: (K, N) strided, c: (M, N) C-contiguous.
+    a: (M, K) strided, b: (K, N) strided, c: (M, N) C-contiguous; bias: empty (no bias) or (N,)
+    padded with zeros to a whole number of strips.
     Scratch buffers: packed_a (rows, longest k block + padding) to copy the rows of a into, or
     (0, ...) to read a in place; packed_b (KC, NR); edge (MR, NR).
     """
@@ -308,7 +318,7 @@ def _matmul_block(a, b, c, strip_lo, strip_hi, block_lo, block_hi, packed_a, pac
             if full_hi > block_lo:
                 i0, n_tiles = block_lo * MR, full_hi - block_lo
                 _tile_kernel(
-                    a_src, i0 - a_row0, n_tiles, a_last, ak0, ak1, b_src, bk0, bj0, c, i0, j0, accumulate
+                    a_src, i0 - a_row0, n_tiles, a_last, ak0, ak1, b_src, bk0, bj0, c, i0, j0, accumulate, bias, j0
                 )
             for rb in range(max(full_hi, block_lo), block_hi):
                 i0 = rb * MR
@@ -316,7 +326,7 @@ def _matmul_block(a, b, c, strip_lo, strip_hi, block_lo, block_hi, packed_a, pac
                 if accumulate:
                     _copy_block(c, i0, j0, edge, 0, 0, height, width)
                 _tile_kernel(
-                    a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero, accumulate
+                    a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero, accumulate, bias, j0
                 )
                 _copy_block(edge, 0, 0, c, i0, j0, height, width)
 
@@ -330,7 +340,7 @@ def _chunk(n_items, n_chunks, k):
 def _signatures(n_integers):
     """Argument types of an entry point, one signature per dtype: inputs as read-only 3-D views
     with any strides ('A' layout, which C-contiguous and writable arrays convert to), output
-    C-contiguous, then `n_integers` integers.
+    C-contiguous, a read-only 1-D bias, then `n_integers` integers.
 
     With explicit signatures numba compiles when this module is imported (or loads the machine
     code from its cache), and exactly once per dtype, whatever the layouts of the arrays.
@@ -340,6 +350,7 @@ def _signatures(n_integers):
             types.Array(dtype, 3, "A", readonly=True),
             types.Array(dtype, 3, "A", readonly=True),
             types.Array(dtype, 3, "C"),
+            types.Array(dtype, 1, "C", readonly=True),
             *[types.intp] * n_integers,
         )
         for dtype in (types.float32, types.float64)
@@ -347,9 +358,10 @@ def _signatures(n_integers):
 
 
 @jit(_signatures(4))
-def _run_task(a, b, c, task, n_batch_chunks, n_col_chunks, n_row_chunks):
+def _run_task(a, b, c, bias, task, n_batch_chunks, n_col_chunks, n_row_chunks):
     """Task number `task`: a range of batch slices x a range of column strips x a range of rows.
-    (a: (B, M, K), b: (B, K, N), c: (B, M, N); the tasks tile (B, M, N) in that order.)"""
+    (a: (B, M, K), b: (B, K, N), c: (B, M, N), bias: empty or (N,) padded to whole strips; the
+    tasks tile (B, M, N) in that order.)"""
     _never_inline()
     batch_chunk, rest = divmod(task, n_col_chunks * n_row_chunks)
     col_chunk, row_chunk = divmod(rest, n_row_chunks)
@@ -369,21 +381,24 @@ def _run_task(a, b, c, task, n_batch_chunks, n_col_chunks, n_row_chunks):
     packed_b = np.empty((KC, NR), dtype=c.dtype)
     edge = np.empty((MR, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
     for i in range(batch_lo, batch_hi):
-        _matmul_block(a[i], b[i], c[i], strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge)
+        _matmul_block(a[i], b[i], c[i], bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge)
 
 
 @jit(_signatures(3), parallel=True)
-def _matmul_parallel(a, b, c, n_batch_chunks, n_col_chunks, n_row_chunks):
-    """c[i] = a[i] @ b[i] for every batch slice i (a: (B, M, K), b: (B, K, N), c: (B, M, N)),
+def _matmul_parallel(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks):
+    """c[i] = a[i] @ b[i] (+ bias) for every batch slice i (a: (B, M, K), b: (B, K, N), c: (B, M, N)),
     cut into independent tasks that numba shares out among its threads (in equal runs)."""
     for task in prange(n_batch_chunks * n_col_chunks * n_row_chunks):
         # np.intp: the prange index may be unsigned, and unsigned // signed gives a float
-        _run_task(a, b, c, np.intp(task), n_batch_chunks, n_col_chunks, n_row_chunks)
+        _run_task(a, b, c, bias, np.intp(task), n_batch_chunks, n_col_chunks, n_row_chunks)
 
 
 # --------------------------------------------------------------------------------------------
 # The Python entry point: check, reshape, split the work
 # --------------------------------------------------------------------------------------------
+
+
+_NO_BIAS = {np.float32: np.zeros(0, np.float32), np.float64: np.zeros(0, np.float64)}
 
 
 def _as_3d(x, n_batch):
@@ -416,23 +431,31 @@ def _split_work(n_batch, n_rows, n_cols):
     return n_batch, min(n_threads, n_strips), 1
 
 
-def matmul_numba(a, b):
-    """``a @ b`` with the compiled blocked kernel.
+def matmul_numba(a, b, bias=None):
+    """``a @ b`` (+ ``bias``) with the compiled blocked kernel.
 
     a: (*batch, M, K), b: (*batch, K, N) with the same batch shape (strides may be zero) and the
-    same dtype, float32 or float64; any layout. Returns a new C-contiguous (*batch, M, N) array.
+    same dtype, float32 or float64; any layout. bias: None or (N,), added to every row as the sums
+    start (no extra pass over the result). Returns a new C-contiguous (*batch, M, N) array.
     """
     if a.dtype != b.dtype or a.dtype not in (np.float32, np.float64):
         raise TypeError(f"matmul_numba: need two float32 or two float64 arrays, got {a.dtype} and {b.dtype}")
     if a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
         raise ValueError(f"matmul_numba: shapes {a.shape} and {b.shape} do not match")
     batch_shape, (n_rows, n_inner), n_cols = a.shape[:-2], a.shape[-2:], b.shape[-1]
+    if bias is not None and (bias.shape != (n_cols,) or bias.dtype != a.dtype):
+        raise ValueError(f"matmul_numba: bias {bias.shape} {bias.dtype} does not fit {n_cols} columns of {a.dtype}")
     out = np.empty((*batch_shape, n_rows, n_cols), dtype=a.dtype)
     if out.size == 0:
         return out
     if n_inner == 0:
-        out.fill(0)
+        out[...] = 0 if bias is None else bias
         return out
+    if bias is None:
+        padded_bias = _NO_BIAS[a.dtype.type]
+    else:  # zeros past the last column: edge tiles read whole strips of 32
+        padded_bias = np.zeros(-(-n_cols // NR) * NR, dtype=a.dtype)
+        padded_bias[:n_cols] = bias
 
     n_batch = out.size // (n_rows * n_cols)
     # Batch axes that cannot merge into one stride (heads split from features: q of shape
@@ -450,7 +473,7 @@ def matmul_numba(a, b):
         b3, out3 = b3[:1], out.reshape(1, n_batch * n_rows, n_cols)
 
     if 2 * out.size * n_inner < SERIAL_FLOPS:  # all of it as one task, on this thread
-        _run_task(a3, b3, out3, 0, 1, 1, 1)
+        _run_task(a3, b3, out3, padded_bias, 0, 1, 1, 1)
     else:
-        _matmul_parallel(a3, b3, out3, *_split_work(out3.shape[0], out3.shape[1], n_cols))
+        _matmul_parallel(a3, b3, out3, padded_bias, *_split_work(out3.shape[0], out3.shape[1], n_cols))
     return out
