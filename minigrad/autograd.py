@@ -91,6 +91,7 @@ def _user_call_site():
 
 def _check_finite(ctx, arrays, stage):
     for a in arrays:
+        a = a.value if isinstance(a, SliceGrad) else a
         if a is not None and a.dtype.kind == "f" and not np.isfinite(a).all():
             shapes = getattr(ctx, "input_shapes", None) or [t.shape for t in ctx.inputs or ()]
             where = getattr(ctx, "call_site", "an unknown line (its forward ran outside detect_anomaly)")
@@ -181,6 +182,26 @@ class Function:
 def _root(t):
     """The tensor that owns the memory `t` views (or `t` itself): in-place changes count there."""
     return t if t._base is None else t._base
+
+
+# ----------------------------------------------------------------------------- gradients of slices
+class SliceGrad:
+    """A gradient that is `value` at `index` of the input and zero everywhere else.
+
+    The backward of a slice `x[index]` (basic indexing: no index repeats an element) returns one.
+    The walk then adds `value` into place in x's gradient. A dense array of zeros per slice would
+    cost a full pass over x's shape for each slice: splitting (B, T, 3C) into q, k and v would write
+    three (B, T, 3C) arrays and add them up, instead of filling one."""
+
+    __slots__ = ("index", "value")
+
+    def __init__(self, index, value):
+        self.index, self.value = index, value
+
+    def dense(self, shape, dtype):
+        grad = np.zeros(shape, dtype=dtype)
+        grad[self.index] = self.value
+        return grad
 
 
 # ----------------------------------------------------------------------------- broadcasting
@@ -295,6 +316,16 @@ def backward(root, grad=None, retain_graph=False):
             _check_finite(ctx, input_grads, "backward")
         for i, (parent, pg) in enumerate(zip(ctx.inputs, input_grads)):
             if pg is None or not parent.requires_grad:
+                continue
+            key = id(parent)
+            if isinstance(pg, SliceGrad):  # add the slice into place (see SliceGrad)
+                if key not in grads:
+                    grads[key] = pg.dense(parent.shape, parent.dtype)
+                else:
+                    if key not in owned:
+                        grads[key] = grads[key].astype(parent.dtype, copy=True)
+                    grads[key][pg.index] += pg.value
+                owned.add(key)
                 continue
             pg = unbroadcast(np.asarray(pg), parent.shape, f"{ctx.name}.backward: gradient for input {i}")
             if pg.dtype != parent.dtype:

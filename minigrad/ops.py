@@ -12,7 +12,7 @@ import numpy as np
 
 from . import kernels
 from .kernels import matmul as matmul_kernel  # bound now: `kernels.matmul` is also a submodule's name
-from .autograd import Function
+from .autograd import Function, SliceGrad
 from .random import generator
 
 
@@ -470,12 +470,11 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx, g):
-        grad = np.zeros(ctx.shape, dtype=g.dtype)
         fancy = any(isinstance(x, np.ndarray) and x.dtype.kind in "iu" for x in ctx.index)
-        if fancy:  # an index may repeat: np.add.at adds every copy's gradient
-            np.add.at(grad, ctx.index, g)
-        else:  # every element is picked at most once: scatter g back in place
-            grad[ctx.index] = g
+        if not fancy:  # every element is picked at most once: g at the index, zero elsewhere
+            return SliceGrad(ctx.index, g)  # (the walk adds it into place)
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        np.add.at(grad, ctx.index, g)  # an index may repeat: np.add.at adds every copy's gradient
         return grad
 
 

@@ -499,3 +499,55 @@ def test_detect_anomaly_restores_mode_and_finite_graphs_pass():
         (x.log() * x).sum().backward()
     assert not autograd._anomaly_mode
     np.testing.assert_allclose(x.grad, np.log([1.0, 2.0]) + 1)
+
+
+# ------------------------------------------------------------------ gradients of slices
+def _dense_reference(x_data, build):
+    """The gradient of build(x).sum()-style losses computed with every slice made dense by hand."""
+    x = mg.tensor(x_data, requires_grad=True)
+    build(x).backward()
+    return x.grad
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda x: sum(p.sum() * (i + 1) for i, p in enumerate(x.split(2, axis=1))),  # pieces that tile x
+        lambda x: x[:, 0:3].sum() + (x[:, 1:4] * 2).sum(),  # overlapping slices add up
+        lambda x: (x * 3).sum() + x[1].sum() + x[:, -1].sum(),  # a dense gradient, then slices
+        lambda x: x[0, ::2].sum() + (x * x).sum(),  # a slice first, then a dense gradient
+        lambda x: x[:, 2].sum(),  # only part of x is used: the rest of the gradient is zero
+        lambda x: x[x.data > 0].sum() + x[:1].sum(),  # a boolean mask and a slice
+    ],
+)
+def test_slice_gradients_add_into_place(build):
+    x_data = np.arange(24, dtype=np.float64).reshape(4, 6) - 11.5
+    x = mg.tensor(x_data, requires_grad=True)
+    build(x).backward()
+    # the same gradient by central differences, element by element
+    expected = np.zeros_like(x_data)
+    for index in np.ndindex(x_data.shape):
+        plus, minus = x_data.copy(), x_data.copy()
+        plus[index] += 0.5
+        minus[index] -= 0.5
+        expected[index] = (float(build(mg.tensor(plus)).data) - float(build(mg.tensor(minus)).data))
+    np.testing.assert_allclose(x.grad, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_slice_gradient_of_a_leaf_used_only_by_slices_is_a_fresh_array():
+    x = mg.tensor(np.ones((3, 4)), requires_grad=True)
+    q, k = x.split(2, axis=1)
+    (q.sum() + 2 * k.sum()).backward(retain_graph=True)
+    np.testing.assert_array_equal(x.grad, [[1, 1, 2, 2]] * 3)
+    x.grad[0, 0] = 7.0  # the gradient belongs to x alone: nothing else changes with it
+    q.sum().backward()
+    np.testing.assert_array_equal(x.grad[1], [2, 2, 2, 2])
+
+
+def test_slice_gradient_in_anomaly_mode():
+    x = mg.tensor(np.array([1.0, 0.0, 2.0]), requires_grad=True)
+    with mg.detect_anomaly():
+        x[1:].sum().backward()  # finite: no error
+        np.testing.assert_array_equal(x.grad, [0, 1, 1])
+        with pytest.raises(mg.AnomalyError, match="backward"), np.errstate(divide="ignore"):
+            (x[1:] ** 0.5).sum().backward()  # d sqrt(x)/dx at 0 is inf

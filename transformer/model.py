@@ -129,8 +129,8 @@ class GPTConfig:
 
 class CausalSelfAttention(nn.Module):
     """Masked multi-head self-attention. Its query, key and value projections W_Q, W_K, W_V are
-    stored stacked in one Linear, c_attn (d_model -> 3 d_model), as in GPT-2 and nanoGPT; each
-    projection uses its own third of the weight, c_attn.weight[i C:(i + 1) C]."""
+    stored stacked in one Linear, c_attn (d_model -> 3 d_model), as in GPT-2 and nanoGPT: one
+    product projects all three, then the result is split into q, k and v, and each into heads."""
 
     def __init__(self, config):
         super().__init__()
@@ -142,21 +142,12 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)  # W_O
         self.resid_dropout = nn.Dropout(config.dropout)
 
-    def _project(self, x, i):
-        """x (B, T, C) -> the i-th projection (0: Q, 1: K, 2: V) split into heads, (B, h, T, d_k).
-
-        Slicing the weight rather than the (B, T, 3C) output of one big product keeps backward
-        cheap: the gradient of a weight slice is small, that of an output slice is not."""
-        B, T, C = x.shape
-        rows = slice(i * C, (i + 1) * C)
-        bias = None if self.c_attn.bias is None else self.c_attn.bias[rows]
-        y = F.linear(x, self.c_attn.weight[rows], bias)
-        return y.reshape(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # a view, no copy
-
     def forward(self, x, mask):
         """x (B, T, d_model), mask (T, T) causal -> (B, T, d_model)"""
         B, T, C = x.shape
-        q, k, v = (self._project(x, i) for i in range(3))
+        q, k, v = self.c_attn(x).split(C, axis=2)  # (B, T, C) each: views of one (B, T, 3C) array
+        # split into heads, (B, T, C) -> (B, h, T, d_k): views again, no copy
+        q, k, v = (t.reshape(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
         # (B, h, T, d_k); without the weights, the fused op (while there is no dropout to apply)
         y, _ = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, need_weights=False)
         y = y.transpose(1, 2).reshape(B, T, C)  # concatenate the heads
