@@ -644,7 +644,7 @@ class Linear(Function):
         g2 = g.reshape(-1, g.shape[-1])
         dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None  # dx = g W
         dw = _mm(g2.T, x.reshape(-1, x.shape[-1])) if ctx.needs_input_grad[1] else None  # dW = g^T x
-        db = g2.sum(axis=0) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None  # db = sum g
+        db = kernels.sum_rows(g2) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None  # db = sum g
         return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
 
 

@@ -793,3 +793,21 @@ def test_embedding_backward_numba_matches_numpy(dtype, n, rows, dim, seed):
     for i, r in enumerate(ids):
         manual[r] += g[i]
     np.testing.assert_allclose(expected, manual, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------ sum over rows
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(n_rows=st.integers(0, 2000), n_cols=st.sampled_from([1, 7, 16, 33, 128, 384]), seed=seeds)
+def test_sum_rows_numba_matches_numpy(dtype, n_rows, n_cols, seed):
+    from minigrad.kernels.reduce import sum_rows_numba, sum_rows_numpy
+
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((n_rows, n_cols)).astype(dtype)
+    exact = g.astype(np.float64).sum(axis=0)
+    for layout in (g, np.asfortranarray(g)):  # the compiled loop, and the fallback for other layouts
+        got = sum_rows_numba(layout)
+        assert got.shape == (n_cols,) and got.dtype == dtype
+        # summed in order: the rounding error grows at most like n_rows * eps * sum |g|
+        bound = (n_rows + 1) * np.finfo(dtype).eps * np.abs(g).astype(np.float64).sum(axis=0)
+        np.testing.assert_array_less(np.abs(got - exact), bound + 1e-30)
+    np.testing.assert_allclose(sum_rows_numpy(g), exact, rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-3)

@@ -37,6 +37,7 @@ _KERNELS = {
     "attention_forward": "attention",
     "attention_backward": "attention",
     "embedding_backward": "embedding",
+    "sum_rows": "reduce",
 }
 _table = {}
 
