@@ -19,6 +19,8 @@ import traceback
 
 import numpy as np
 
+_tensor = None  # the module minigrad.tensor; it imports this one, and sets this when it loads
+
 _grad_enabled = True
 _anomaly_mode = False
 
@@ -108,7 +110,7 @@ class Context:
     `save_for_backward(*arrays)` keeps arrays; `saved_tensors` returns them. Any other attribute
     (`ctx.axis = 1`) works too. `needs_input_grad[i]` tells whether input i wants a gradient."""
 
-    __slots__ = ("fn", "inputs", "versions", "saved_tensors", "needs_input_grad", "__dict__")
+    __slots__ = ("fn", "inputs", "versions", "output_version", "saved_tensors", "needs_input_grad", "__dict__")
 
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad
@@ -151,9 +153,8 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs, **params):
-        from .tensor import Tensor, as_tensor
-
-        inputs = tuple([x if isinstance(x, Tensor) else as_tensor(x) for x in inputs])
+        Tensor = _tensor.Tensor
+        inputs = tuple([x if isinstance(x, Tensor) else _tensor.as_tensor(x) for x in inputs])
         needs = tuple([t._requires_grad for t in inputs]) if _grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)
         ctx.fn = cls
@@ -254,6 +255,10 @@ def _check_versions(ctx, output):
     saved = ctx.saved_tensors
     if not saved:
         return
+    if _root(output)._version == ctx.output_version and all(
+        (t if t._base is None else t._base)._version == v for t, v in zip(ctx.inputs, ctx.versions)
+    ):
+        return  # nothing changed (the usual case)
     changed = [(f"input {i}", t, v) for i, (t, v) in enumerate(zip(ctx.inputs, ctx.versions))
                if _root(t)._version != v]
     if _root(output)._version != ctx.output_version:
@@ -327,9 +332,12 @@ def backward(root, grad=None, retain_graph=False):
                     grads[key][pg.index] += pg.value
                 owned.add(key)
                 continue
-            pg = unbroadcast(np.asarray(pg), parent.shape, f"{ctx.name}.backward: gradient for input {i}")
-            if pg.dtype != parent.dtype:
-                pg = pg.astype(parent.dtype)
+            if not isinstance(pg, np.ndarray):
+                pg = np.asarray(pg)
+            if pg.shape != parent.data.shape:
+                pg = unbroadcast(pg, parent.data.shape, f"{ctx.name}.backward: gradient for input {i}")
+            if pg.dtype != parent.data.dtype:
+                pg = pg.astype(parent.data.dtype)
             key = id(parent)
             if key not in grads:
                 grads[key] = pg  # may be shared with another gradient (Add returns g twice): not ours to change
