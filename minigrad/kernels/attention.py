@@ -30,7 +30,7 @@ array) and the loops over d_k vectorise only on contiguous rows.
 
 import numpy as np
 
-from ._jit import jit, numba, prange  # isort: skip
+from ._jit import jit, n_threads, prange  # isort: skip
 from numba import types  # noqa: E402
 from numba.core.imputils import impl_ret_borrowed  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
@@ -266,7 +266,7 @@ def _n_chunks(x, work):
     n_slices = x.shape[0] * x.shape[1]
     if x.dtype != np.float32 or work < SERIAL_FLOPS or n_slices < 2:
         return 1
-    return min(numba.get_num_threads(), n_slices)
+    return min(n_threads(), n_slices)
 
 
 def _check(name, q, k, v):

@@ -18,9 +18,8 @@ to the logits' dtype, so for float32 logits near 1e4 the gradient carries lse's 
 
 import numpy as np
 
-from ._jit import jit, prange  # first: it sets LLVM options before numba is imported
+from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
 
-import numba  # noqa: E402
 
 from .softmax import (  # noqa: E402
     PARALLEL_MIN_ELEMENTS_EXP,
@@ -178,7 +177,7 @@ def cross_entropy_forward_numba(logits, targets, ignore_index=-100, label_smooth
     lse = np.empty_like(losses)
     args = (logits, targets, np.int64(ignore_index), eps, losses, lse)
     if use_threads(logits, PARALLEL_MIN_ELEMENTS_EXP):
-        _cross_entropy_forward_parallel(*args, numba.get_num_threads())
+        _cross_entropy_forward_parallel(*args, n_threads())
     else:
         _cross_entropy_forward_rows(*args, 0, logits.shape[0])
     return losses, lse
@@ -202,7 +201,7 @@ def cross_entropy_backward_numba(logits, targets, lse, grad_losses, ignore_index
     dlogits = np.empty_like(logits)
     args = (logits, targets, lse, grad_losses, np.int64(ignore_index), eps, dlogits)
     if use_threads(logits, PARALLEL_MIN_ELEMENTS_EXP):
-        _cross_entropy_backward_parallel(*args, numba.get_num_threads())
+        _cross_entropy_backward_parallel(*args, n_threads())
     elif logits.size:
         _cross_entropy_backward_rows(*args, 0, n_rows)
     return dlogits

@@ -23,9 +23,8 @@ import math
 
 import numpy as np
 
-from ._jit import jit, prange  # first: it sets LLVM options before numba is imported
+from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
 
-import numba  # noqa: E402
 from llvmlite import ir  # noqa: E402
 from numba import types  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
@@ -289,7 +288,7 @@ def _gelu_backward_parallel(x, g, dx, approximate, n_blocks):
 
 def _use_threads(flat):
     """True if the kernel should split ``flat`` over threads (float32 only, as in softmax.py)."""
-    return flat.dtype == np.float32 and flat.size >= PARALLEL_MIN_ELEMENTS_EXP and numba.get_num_threads() > 1
+    return flat.dtype == np.float32 and flat.size >= PARALLEL_MIN_ELEMENTS_EXP and n_threads() > 1
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -303,7 +302,7 @@ def gelu_forward_numba(x, approximate=False):
     y = np.empty_like(x)
     y_flat = y.reshape(-1)
     if _use_threads(x_flat):
-        _gelu_forward_parallel(x_flat, y_flat, bool(approximate), numba.get_num_threads())
+        _gelu_forward_parallel(x_flat, y_flat, bool(approximate), n_threads())
     else:
         _gelu_forward_range(x_flat, y_flat, bool(approximate), 0, x_flat.size)
     return y
@@ -318,7 +317,7 @@ def gelu_backward_numba(x, g, approximate=False):
     dx = np.empty_like(x)
     dx_flat = dx.reshape(-1)
     if _use_threads(x_flat):
-        _gelu_backward_parallel(x_flat, g_flat, dx_flat, bool(approximate), numba.get_num_threads())
+        _gelu_backward_parallel(x_flat, g_flat, dx_flat, bool(approximate), n_threads())
     else:
         _gelu_backward_range(x_flat, g_flat, dx_flat, bool(approximate), 0, x_flat.size)
     return dx

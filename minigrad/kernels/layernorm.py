@@ -16,9 +16,8 @@ the result is the same on every run and on every machine.
 
 import numpy as np
 
-from ._jit import jit, prange  # first: it sets LLVM options before numba is imported
+from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
 
-import numba  # noqa: E402
 
 from .softmax import as_rows, row_block, same_rows, simd_add, use_threads  # noqa: E402
 
@@ -147,7 +146,7 @@ def layer_norm_forward_numba(x, weight, bias, eps=1e-5):
     rstd = np.empty_like(mean)
     args = (x, weight, bias, x.dtype.type(eps), y, mean, rstd)
     if use_threads(x):
-        _layer_norm_forward_parallel(*args, numba.get_num_threads())
+        _layer_norm_forward_parallel(*args, n_threads())
     elif x.size:
         _layer_norm_forward_rows(*args, 0, x.shape[0])
     return y, mean, rstd
@@ -172,7 +171,7 @@ def layer_norm_backward_numba(g, x, weight, mean, rstd):
     dbias_parts = np.zeros_like(dweight_parts)
     args = (g, x, weight, mean, rstd, dx, dweight_parts, dbias_parts)
     if use_threads(x):
-        _layer_norm_backward_parallel(*args, min(numba.get_num_threads(), n_blocks))
+        _layer_norm_backward_parallel(*args, min(n_threads(), n_blocks))
     elif x.size:
         _layer_norm_backward_blocks(*args, 0, n_blocks)
     # Add the partial rows (a fixed order for a given shape: the same result on every run).

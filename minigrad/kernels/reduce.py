@@ -12,7 +12,7 @@ rounding (a few units in the last place in float32 for a thousand rows).
 
 import numpy as np
 
-from ._jit import jit, numba, prange  # first: it sets LLVM options before numba is imported
+from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
 
 from numba import types  # noqa: E402
 
@@ -47,7 +47,7 @@ def sum_rows_numba(g):
         raise ValueError(f"sum_rows: need a 2-D float32 or float64 array, got {g.shape} {g.dtype}")
     if not g.flags.c_contiguous or g.shape[0] == 0:  # (numpy does as well on other layouts)
         return g.sum(axis=0)
-    n_blocks = min(numba.get_num_threads(), g.shape[0]) if g.size >= PARALLEL_MIN_ELEMENTS else 1
+    n_blocks = min(n_threads(), g.shape[0]) if g.size >= PARALLEL_MIN_ELEMENTS else 1
     partial = np.empty((n_blocks, g.shape[1]), dtype=g.dtype)
     _sum_row_blocks(g, partial, n_blocks)
     return partial[0] if n_blocks == 1 else partial.sum(axis=0)

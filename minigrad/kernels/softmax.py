@@ -38,9 +38,8 @@ import math
 
 import numpy as np
 
-from ._jit import jit, prange  # first: it sets LLVM options before numba is imported
+from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
 
-import numba  # noqa: E402
 from llvmlite import ir  # noqa: E402
 from numba import types  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
@@ -216,7 +215,7 @@ def same_rows(name, reference, other):
 def use_threads(x, min_elements=PARALLEL_MIN_ELEMENTS):
     """True if a kernel over rows ``x`` should split them over threads (float32, 2 rows or more)."""
     return (
-        x.dtype == np.float32 and x.shape[0] >= 2 and x.size >= min_elements and numba.get_num_threads() > 1
+        x.dtype == np.float32 and x.shape[0] >= 2 and x.size >= min_elements and n_threads() > 1
     )
 
 
@@ -463,7 +462,7 @@ def softmax_forward_numba(x):
     x = as_rows("softmax_forward", x)
     y = np.empty_like(x)
     if use_threads(x, PARALLEL_MIN_ELEMENTS_EXP):
-        _softmax_forward_parallel(x, y, numba.get_num_threads())
+        _softmax_forward_parallel(x, y, n_threads())
     elif x.size:
         _softmax_forward_rows(x, y, 0, x.shape[0])
     return y
@@ -475,7 +474,7 @@ def softmax_backward_numba(y, g):
     g = same_rows("softmax_backward", y, g)
     dx = np.empty_like(y)
     if use_threads(y):
-        _softmax_backward_parallel(y, g, dx, numba.get_num_threads())
+        _softmax_backward_parallel(y, g, dx, n_threads())
     elif y.size:
         _softmax_backward_rows(y, g, dx, 0, y.shape[0])
     return dx
@@ -486,7 +485,7 @@ def log_softmax_forward_numba(x):
     x = as_rows("log_softmax_forward", x)
     y = np.empty_like(x)
     if use_threads(x, PARALLEL_MIN_ELEMENTS_EXP):
-        _log_softmax_forward_parallel(x, y, numba.get_num_threads())
+        _log_softmax_forward_parallel(x, y, n_threads())
     elif x.size:
         _log_softmax_forward_rows(x, y, 0, x.shape[0])
     return y
@@ -498,7 +497,7 @@ def log_softmax_backward_numba(y, g):
     g = same_rows("log_softmax_backward", y, g)
     dx = np.empty_like(y)
     if use_threads(y, PARALLEL_MIN_ELEMENTS_EXP):
-        _log_softmax_backward_parallel(y, g, dx, numba.get_num_threads())
+        _log_softmax_backward_parallel(y, g, dx, n_threads())
     elif y.size:
         _log_softmax_backward_rows(y, g, dx, 0, y.shape[0])
     return dx
@@ -528,7 +527,7 @@ def masked_softmax_forward_numba(x, mask, scale):
     mask = _mask_rows("masked_softmax_forward", mask, x)
     y = np.empty_like(x)
     if use_threads(x, PARALLEL_MIN_ELEMENTS_EXP):
-        _masked_softmax_forward_parallel(x, mask, float(scale), y, numba.get_num_threads())
+        _masked_softmax_forward_parallel(x, mask, float(scale), y, n_threads())
     elif x.size:
         _masked_softmax_forward_rows(x, mask, float(scale), y, 0, x.shape[0])
     return y
@@ -540,7 +539,7 @@ def masked_softmax_backward_numba(y, g, scale):
     g = same_rows("masked_softmax_backward", y, g)
     dx = np.empty_like(y)
     if use_threads(y):
-        _masked_softmax_backward_parallel(y, g, float(scale), dx, numba.get_num_threads())
+        _masked_softmax_backward_parallel(y, g, float(scale), dx, n_threads())
     elif y.size:
         _masked_softmax_backward_rows(y, g, float(scale), dx, 0, y.shape[0])
     return dx
