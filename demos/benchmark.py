@@ -4,7 +4,7 @@
     python -m demos.benchmark --quick           # a smoke run, well under 30 s (no memory, no start-up)
     python -m demos.benchmark --only matmul,softmax --json > bench.json
 
-Four sections (choose with --only):
+Five sections (choose with --only):
 
 - matmul:  float32 GFLOP/s of minigrad's numba kernel, np.matmul and torch.matmul, at square
            sizes and at the shapes a GPT training step multiplies (2-D and batched attention).
@@ -13,6 +13,9 @@ Four sections (choose with --only):
            the same model written in PyTorch below, plus each one's peak memory (in subprocesses).
 - startup: numba's cold compile time and warm-cache start-up time, in subprocesses with a fresh
            NUMBA_CACHE_DIR.
+- train:   demos.char_gpt's whole training run (nanoGPT's CPU configuration, 2000 iterations with
+           its evaluations) in minigrad and the same run in PyTorch: wall time of each. The two
+           take turns, one evaluation interval at a time, so that machine noise hits both.
 
 Every ratio is arranged so that > 1 means minigrad is faster. Candidates are timed round-robin
 (the order rotates every round) so that machine noise hits all of them; before each timed sample
@@ -36,7 +39,7 @@ import time
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SECTIONS = ("matmul", "softmax", "gpt", "startup")
+SECTIONS = ("matmul", "softmax", "gpt", "startup", "train")
 TORCH_MISSING = "PyTorch not installed (pip install -e '.[bench]')"
 
 # the two GPT configurations: (name, model settings, batch size)
@@ -486,7 +489,7 @@ def _us(seconds):
 
 
 # ================================================================================ 3. GPT step
-def build_torch_gpt(torch, vocab_size, block_size, n_layer, n_head, d_model):
+def build_torch_gpt(torch, vocab_size, block_size, n_layer, n_head, d_model, bias=True):
     """The GPT of transformer/model.py in PyTorch: learned positions, pre-LN blocks, fused qkv,
     causal scaled_dot_product_attention, 4x MLP with exact GELU, final LayerNorm, tied head."""
     nn, F = torch.nn, torch.nn.functional
@@ -494,8 +497,8 @@ def build_torch_gpt(torch, vocab_size, block_size, n_layer, n_head, d_model):
     class Attention(nn.Module):
         def __init__(self):
             super().__init__()
-            self.c_attn = nn.Linear(d_model, 3 * d_model)
-            self.c_proj = nn.Linear(d_model, d_model)
+            self.c_attn = nn.Linear(d_model, 3 * d_model, bias=bias)
+            self.c_proj = nn.Linear(d_model, d_model, bias=bias)
 
         def forward(self, x):
             B, T, C = x.shape
@@ -506,8 +509,8 @@ def build_torch_gpt(torch, vocab_size, block_size, n_layer, n_head, d_model):
     class FeedForward(nn.Module):
         def __init__(self):
             super().__init__()
-            self.c_fc = nn.Linear(d_model, 4 * d_model)
-            self.c_proj = nn.Linear(4 * d_model, d_model)
+            self.c_fc = nn.Linear(d_model, 4 * d_model, bias=bias)
+            self.c_proj = nn.Linear(4 * d_model, d_model, bias=bias)
 
         def forward(self, x):
             return self.c_proj(F.gelu(self.c_fc(x)))  # exact (erf) GELU, as minigrad's
@@ -515,8 +518,8 @@ def build_torch_gpt(torch, vocab_size, block_size, n_layer, n_head, d_model):
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
-            self.ln_1, self.attn = nn.LayerNorm(d_model), Attention()
-            self.ln_2, self.mlp = nn.LayerNorm(d_model), FeedForward()
+            self.ln_1, self.attn = nn.LayerNorm(d_model, bias=bias), Attention()
+            self.ln_2, self.mlp = nn.LayerNorm(d_model, bias=bias), FeedForward()
 
         def forward(self, x):
             x = x + self.attn(self.ln_1(x))
@@ -528,7 +531,7 @@ def build_torch_gpt(torch, vocab_size, block_size, n_layer, n_head, d_model):
             self.wte = nn.Embedding(vocab_size, d_model)
             self.wpe = nn.Embedding(block_size, d_model)
             self.h = nn.ModuleList(Block() for _ in range(n_layer))
-            self.ln_f = nn.LayerNorm(d_model)
+            self.ln_f = nn.LayerNorm(d_model, bias=bias)
             for name, p in self.named_parameters():  # the same initialisation as minigrad's GPT
                 if name.endswith("c_proj.weight"):
                     nn.init.normal_(p, std=0.02 / math.sqrt(2 * n_layer))
@@ -686,6 +689,133 @@ def format_gpt(rows):
                         "for information)")
 
 
+# ------------------------------------------------------------------------- a whole training run
+def _train_runs(args, torch):
+    """demos.char_gpt's training loop for minigrad, and the same loop for PyTorch: both read the
+    same batches (drawn here in advance), follow the same schedule and evaluate at the same steps.
+
+    -> (data, {framework: run(first, stop) -> None}, {framework: evaluate() -> val loss}).
+    """
+    import minigrad
+    from minigrad import optim
+
+    from . import char_gpt
+
+    c = char_gpt.build_parser().parse_args(["--max-iters", str(args.train_iters), "--seed", str(args.seed)]
+                                           + (["--data", args.train_data] if args.train_data else []))
+    if args.train_data:
+        with open(args.train_data, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        text = char_gpt.builtin_corpus()
+    data = char_gpt.CharData(text)
+    config = dict(vocab_size=len(data.chars), block_size=c.block_size, n_layer=c.n_layer, n_head=c.n_head,
+                  d_model=c.d_model)
+    minigrad.manual_seed(c.seed)
+    batches = {"train": [data.batch("train", c.batch_size, c.block_size) for _ in range(c.max_iters)]}
+    for split in ("train", "val"):
+        batches["eval_" + split] = [data.batch(split, c.batch_size, c.block_size) for _ in range(c.eval_iters)]
+
+    def lr_at(it):
+        return optim.cosine_with_warmup(it, c.lr, c.min_lr, min(c.warmup_iters, c.max_iters), c.max_iters)
+
+    # minigrad: the demo's model, parameter groups and loop body
+    model = char_gpt.GPT(char_gpt.GPTConfig(**config, dropout=c.dropout, bias=c.bias))
+    opt = optim.AdamW(char_gpt.param_groups(model, c.weight_decay), lr=c.lr, betas=(0.9, c.beta2))
+
+    def evaluate_minigrad():
+        model.eval()
+        with minigrad.no_grad():
+            losses = {s: float(np.mean([model(minigrad.tensor(x), minigrad.tensor(y))[1].item()
+                                        for x, y in batches["eval_" + s]])) for s in ("train", "val")}
+        model.train()
+        return losses["val"]
+
+    def run_minigrad(first, stop):
+        for it in range(first, stop):
+            for group in opt.param_groups:
+                group["lr"] = lr_at(it)
+            if it % c.eval_interval == 0:
+                evaluate_minigrad()
+            x, y = batches["train"][it]
+            _, loss = model(minigrad.tensor(x), minigrad.tensor(y))
+            opt.zero_grad()
+            loss.backward()
+            optim.clip_grad_norm_(model.parameters(), c.grad_clip)
+            opt.step()
+            loss.item()
+
+    runs, evaluations = {"minigrad": run_minigrad}, {"minigrad": evaluate_minigrad}
+    if torch is not None:
+        torch.manual_seed(c.seed)
+        t_model = build_torch_gpt(torch, **config, bias=c.bias)
+        params = list(t_model.parameters())
+        t_opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": c.weight_decay},
+                                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+                                  lr=c.lr, betas=(0.9, c.beta2))
+        t_batches = {k: [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in v] for k, v in batches.items()}
+
+        def evaluate_torch():
+            t_model.eval()
+            with torch.no_grad():
+                losses = {s: float(np.mean([t_model(x, y)[1].item() for x, y in t_batches["eval_" + s]]))
+                          for s in ("train", "val")}
+            t_model.train()
+            return losses["val"]
+
+        def run_torch(first, stop):
+            for it in range(first, stop):
+                for group in t_opt.param_groups:
+                    group["lr"] = lr_at(it)
+                if it % c.eval_interval == 0:
+                    evaluate_torch()
+                x, y = t_batches["train"][it]
+                _, loss = t_model(x, y)
+                t_opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(t_model.parameters(), c.grad_clip)
+                t_opt.step()
+                loss.item()
+
+        runs["torch"], evaluations["torch"] = run_torch, evaluate_torch
+    return c, len(data.chars), runs, evaluations
+
+
+def bench_train(args, torch):
+    """Wall time of the whole char_gpt training run in each framework, taking turns by interval."""
+    c, vocab, runs, evaluations = _train_runs(args, torch)
+    seconds = {name: 0.0 for name in runs}
+    names = list(runs)
+    for k, first in enumerate(range(0, c.max_iters, c.eval_interval)):
+        stop = min(first + c.eval_interval, c.max_iters)
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            settle()
+            t0 = time.perf_counter()
+            runs[name](first, stop)
+            seconds[name] += time.perf_counter() - t0
+    val = {}
+    for name in names:  # the final evaluation, as the demo does after its last iteration
+        t0 = time.perf_counter()
+        val[name] = evaluations[name]()
+        seconds[name] += time.perf_counter() - t0
+    return {"iterations": c.max_iters, "data": args.train_data or "built-in corpus", "vocab_size": vocab,
+            "config": {"n_layer": c.n_layer, "n_head": c.n_head, "d_model": c.d_model, "block_size": c.block_size,
+                       "batch_size": c.batch_size, "bias": c.bias, "eval_interval": c.eval_interval,
+                       "eval_iters": c.eval_iters},
+            "seconds": seconds, "val_loss": val, "ratio": {"torch/minigrad": _ratio(seconds.get("torch"),
+                                                                                     seconds["minigrad"])}}
+
+
+def format_train(result):
+    cfg = result["config"]
+    rows = [[name, _fmt(sec, 1), _fmt(1e3 * sec / result["iterations"], 1), _fmt(result["val_loss"][name], 4)]
+            for name, sec in result["seconds"].items()]
+    title = (f"char_gpt training run: {result['iterations']} iterations on {result['data']} (L{cfg['n_layer']} "
+             f"d{cfg['d_model']} T{cfg['block_size']} B{cfg['batch_size']}, evaluation every {cfg['eval_interval']} "
+             f"iterations); ratio torch/minigrad = {_fmt_ratio(result['ratio']['torch/minigrad'])}")
+    return format_table(["framework", "wall s", "ms/iter", "final val loss"], rows, title)
+
+
 # ------------------------------------------------------------------------- peak memory (subprocess)
 def child_memory(framework, config_index, seed, steps, threads=None):
     """Runs in a fresh process: RSS after the imports, then peak RSS after `steps` training steps.
@@ -836,6 +966,12 @@ def evaluate_targets(results, torch_missing=None):
     add("softmax fwd+bwd no slower than PyTorch", worst and worst["ratio"]["torch/numba"], 1.0,
         worst and f"worst: {worst['shape'][0]} x {worst['shape'][1]}", needs_torch=True)
 
+    train = results.get("train")
+    add("char_gpt training run no slower than PyTorch", train and train["ratio"]["torch/minigrad"], 1.0,
+        train and "torch" in train["seconds"] and f"minigrad {train['seconds']['minigrad']:.1f} s vs torch "
+                                                  f"{train['seconds']['torch']:.1f} s ({train['iterations']} iterations)",
+        needs_torch=True)
+
     gpt = {r["config"]: r for r in results.get("gpt") or []}
     for name, _, _ in GPT_CONFIGS:
         row = gpt.get(name)
@@ -896,6 +1032,11 @@ def build_parser():
     p.add_argument("--no-torch", action="store_true", help="do not compare with PyTorch even if it is installed")
     p.add_argument("--no-startup-gpt", dest="startup_gpt", action="store_false",
                    help="start-up section: time import + matmul + softmax only, without a GPT step")
+    p.add_argument("--train-iters", type=int, default=None, metavar="N",
+                   help="train section: iterations of the char_gpt run (default: 2000, with --quick 20)")
+    p.add_argument("--train-data", metavar="FILE",
+                   help="train section: a text file (default: char_gpt's built-in corpus); nanoGPT's "
+                        "Shakespeare is ../shared/data/tinyshakespeare.txt in this project's workspace")
     p.add_argument("--profile", type=int, nargs="?", const=15, default=0, metavar="N",
                    help="also print a cProfile summary (top N functions) of minigrad's GPT step")
     p.add_argument("--_child", help=argparse.SUPPRESS)  # internal: a measurement subprocess
@@ -927,6 +1068,8 @@ def _settings(args):
         args.budget, args.min_samples, args.sample_seconds = 0.3, 5, 0.01
         args.gpt_budget, args.gpt_min_steps, args.gpt_blocks, args.gpt_warmup = 5.0, 10, 5, 3
     args.memory_steps = 5
+    if args.train_iters is None:
+        args.train_iters = 20 if args.quick else 2000
 
 
 def _child_main(argv):
@@ -973,6 +1116,7 @@ def main(argv=None):
         "gpt": [("gpt", lambda: bench_gpt(args, torch), format_gpt)]
         + ([] if args.quick else [("memory", lambda: bench_memory(args, torch), format_memory)]),
         "startup": [("startup", lambda: bench_startup(args), format_startup)],
+        "train": [("train", lambda: bench_train(args, torch), format_train)],
     }
     results["section_seconds"] = {}
     for section in sections:

@@ -301,8 +301,7 @@ def clip_grad_norm_(parameters, max_norm):
     grads = list({id(p): p.grad for p in parameters if p.grad is not None}.values())
     total_sq = 0.0
     for g in grads:
-        flat = g.ravel()
-        total_sq += float(np.einsum("i,i->", flat, flat, dtype=np.float64))  # Σ g², in float64, no copy
+        total_sq += kernels.sum_squares(g.ravel())  # Σ g², in float64
     total = math.sqrt(total_sq)
     if math.isfinite(total) and total > max_norm:
         scale = max_norm / (total + 1e-6)

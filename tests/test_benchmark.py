@@ -2,6 +2,7 @@
 No timing assertions: the numbers depend on the machine."""
 import importlib.util
 import json
+import math
 
 import pytest
 
@@ -41,7 +42,7 @@ def test_quick_matmul_and_softmax_json(capsys):
         assert _positive(row["ratio"]["numpy/numba"])
 
     targets = {t["target"]: t for t in results["targets"]}
-    assert len(targets) == 5
+    assert len(targets) == 6
     for t in results["targets"]:
         if t["ratio"] is None:
             assert t["met"] is None
@@ -49,6 +50,20 @@ def test_quick_matmul_and_softmax_json(capsys):
             assert _positive(t["ratio"]) and t["met"] == (t["ratio"] >= t["threshold"])
     gpt_targets = [t for t in results["targets"] if t["target"].startswith("GPT training step")]
     assert all(t["met"] is None for t in gpt_targets)  # the gpt section did not run
+
+
+def test_quick_training_run_json(capsys):
+    argv = ["--quick", "--only", "train", "--train-iters", "3", "--json"] + ([] if HAS_TORCH else ["--no-torch"])
+    results = benchmark.main(argv)
+    json.loads(capsys.readouterr().out)
+    train = results["train"]
+    assert train["iterations"] == 3 and train["data"] == "built-in corpus"
+    assert set(train["seconds"]) == {"minigrad"} | ({"torch"} if HAS_TORCH else set())
+    assert all(_positive(v) for v in train["seconds"].values())
+    for loss in train["val_loss"].values():  # 3 steps from the initialisation: about ln(vocabulary)
+        assert 0.5 * math.log(train["vocab_size"]) < loss < 1.5 * math.log(train["vocab_size"])
+    target = next(t for t in results["targets"] if t["target"].startswith("char_gpt"))
+    assert (target["ratio"] is not None) == HAS_TORCH
 
 
 def test_torch_gpt_matches_minigrad_parameter_count():

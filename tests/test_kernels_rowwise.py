@@ -812,3 +812,18 @@ def test_sum_rows_numba_matches_numpy(dtype, n_rows, n_cols, seed):
         bound = (n_rows + 1) * np.finfo(dtype).eps * np.abs(g).astype(np.float64).sum(axis=0)
         np.testing.assert_array_less(np.abs(got - exact), bound + 1e-30)
     np.testing.assert_allclose(sum_rows_numpy(g), exact, rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(n=st.integers(0, 5000), scale=st.sampled_from([1e-3, 1.0, 1e20]), seed=seeds)
+def test_sum_squares_numba_matches_numpy(dtype, n, scale, seed):
+    from minigrad.kernels.reduce import sum_squares_numba, sum_squares_numpy
+
+    rng = np.random.default_rng(seed)
+    x = (scale * rng.standard_normal(n)).astype(dtype)  # 1e20: the squares overflow float32, not float64
+    got, expected = sum_squares_numba(x), sum_squares_numpy(x)
+    assert isinstance(got, float) and math.isfinite(got)
+    exact = math.fsum(float(v) ** 2 for v in x)
+    assert got == pytest.approx(exact, rel=1e-12, abs=1e-300)
+    assert expected == pytest.approx(exact, rel=1e-12, abs=1e-300)
+    assert sum_squares_numba(x[::-1].copy()[::-1]) == got

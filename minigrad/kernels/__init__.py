@@ -38,6 +38,7 @@ _KERNELS = {
     "attention_backward": "attention",
     "embedding_backward": "embedding",
     "sum_rows": "reduce",
+    "sum_squares": "reduce",
 }
 _table = {}
 

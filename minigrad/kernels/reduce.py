@@ -1,4 +1,6 @@
-"""Column sums of a 2-D array: ``sum_rows(g)[c] = sum_r g[r, c]``.
+"""Two sums: column sums of a 2-D array, and the sum of squares of a 1-D array.
+
+``sum_rows(g)[c] = sum_r g[r, c]``
 
 This is the bias gradient of a Linear layer, y = x W^T + b: each row of the output added b once,
 so d loss / d b is the sum of the rows of g = d loss / d y.
@@ -8,6 +10,11 @@ block per thread; each thread adds its rows into a partial sum (a loop over a wh
 which LLVM vectorises), and the partial sums are added at the end. The sum is over the rows in
 order within a block, in the array's dtype; numpy instead adds pairwise, so the two differ by
 rounding (a few units in the last place in float32 for a thousand rows).
+
+``sum_squares(x) = sum_i x[i]^2``, accumulated in float64 whatever the dtype of x (the squares of
+float32 numbers above 1e19 overflow float32). Gradient clipping adds these up over all gradients.
+The numpy twin is ``np.einsum`` with ``dtype=float64``, which converts the array in pieces first;
+the compiled loop widens each number as it goes, 8 float64 lanes at a time.
 """
 
 import numpy as np
@@ -15,6 +22,8 @@ import numpy as np
 from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
 
 from numba import types  # noqa: E402
+
+from .softmax import simd_add  # noqa: E402
 
 PARALLEL_MIN_ELEMENTS = 64 * 1024  # below this, one thread (waking the others costs more)
 
@@ -51,3 +60,24 @@ def sum_rows_numba(g):
     partial = np.empty((n_blocks, g.shape[1]), dtype=g.dtype)
     _sum_row_blocks(g, partial, n_blocks)
     return partial[0] if n_blocks == 1 else partial.sum(axis=0)
+
+
+def sum_squares_numpy(x):
+    """x (N,) float -> sum of x[i]^2 as a Python float, summed in float64."""
+    return float(np.einsum("i,i->", x, x, dtype=np.float64))
+
+
+@jit([types.float64(types.Array(t, 1, "C", readonly=True)) for t in (types.float32, types.float64)])
+def _sum_squares(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        value = np.float64(x[i])
+        total = simd_add(total, value * value)
+    return total
+
+
+def sum_squares_numba(x):
+    """x (N,) float -> sum of x[i]^2 as a Python float, summed in float64."""
+    if x.ndim != 1 or x.dtype not in (np.float32, np.float64):
+        raise ValueError(f"sum_squares: need a 1-D float32 or float64 array, got {x.shape} {x.dtype}")
+    return _sum_squares(np.ascontiguousarray(x))
