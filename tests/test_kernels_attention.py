@@ -55,7 +55,7 @@ def assert_close(got, expected, dtype):
     np.testing.assert_allclose(got, expected, **TOL[dtype])
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32])  # (float64 runs the numpy twin: see the module)
 @pytest.mark.parametrize("mask_kind", ["none", "causal", "random", "padding"])
 @given(
     B=st.integers(1, 3),
@@ -100,13 +100,15 @@ def test_numba_matches_numpy_on_threads(shape):
         assert_close(got, expected, np.float32)
 
 
-@pytest.mark.parametrize("attention_forward", [attention_forward_numba, attention_forward_numpy])
-def test_numpy_twin_matches_explicit_loops(attention_forward):
+@pytest.mark.parametrize("attention_forward, dtype, tol", [(attention_forward_numba, np.float32, 2e-6),
+                                                             (attention_forward_numpy, np.float64, 1e-12)])
+def test_kernels_match_explicit_loops(attention_forward, dtype, tol):
     rng = np.random.default_rng(3)
     q, k, v = rng.standard_normal((1, 2, 4, 3)), rng.standard_normal((1, 2, 5, 3)), rng.standard_normal((1, 2, 5, 2))
+    q, k, v = (x.astype(dtype).astype(np.float64) for x in (q, k, v))  # the reference sees the same numbers
     mask = rng.random((1, 2, 4, 5)) < 0.7
     mask[0, 1, 2] = False  # a query that may attend to nothing
-    out, weights = attention_forward(q, k, v, mask, 0.5)
+    out, weights = attention_forward(*(x.astype(dtype) for x in (q, k, v)), mask, 0.5)
     for hh in range(2):
         for i in range(4):
             allowed = [j for j in range(5) if mask[0, hh, i, j]]
@@ -114,9 +116,9 @@ def test_numpy_twin_matches_explicit_loops(attention_forward):
             top = max(scores.values(), default=0.0)
             total = sum(math.exp(s - top) for s in scores.values())
             expected_w = [math.exp(scores[j] - top) / total if j in scores else 0.0 for j in range(5)]
-            np.testing.assert_allclose(weights[0, hh, i], expected_w, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(weights[0, hh, i], expected_w, rtol=tol, atol=tol)
             expected_out = [sum(expected_w[j] * v[0, hh, j, c] for j in range(5)) for c in range(2)]
-            np.testing.assert_allclose(out[0, hh, i], expected_out, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(out[0, hh, i], expected_out, rtol=tol, atol=tol)
     assert not out[0, 1, 2].any() and not weights[0, 1, 2].any()
 
 

@@ -23,9 +23,13 @@ Only keys up to the last allowed one of each row are visited, so a causal mask h
 row i of a causal mask ends at key i. (The backward finds the end of a row from its weights: past
 the last nonzero weight every term above is zero.)
 
-The rows of k and v, and any row the inner loops read, are first copied into small contiguous
-scratch arrays: the inputs may be strided views (heads split from the features of a (B, T, d_model)
-array) and the loops over d_k vectorise only on contiguous rows.
+The products are matmul.py's blocked kernel (``_matmul_block``) on one slice at a time; K^T and V^T
+are copied once per slice into small contiguous arrays, so that the kernel reads rows. The inputs
+may be strided views (heads split from the features of a (B, T, d_model) array), and the outputs
+keep the memory layout of q, k and v.
+
+The compiled kernels are float32 only. float64 serves gradient checks on small inputs, where the
+numpy twin is quick, and compiling a float64 version would add seconds to numba's first start.
 """
 
 import numpy as np
@@ -73,22 +77,27 @@ def attention_backward_numpy(g, q, k, v, weights, scale):
 
 
 @intrinsic
-def _strided(typingctx, array):
-    """The same array, typed as a read-only strided array (numba layout 'A').
+def _read_only(typingctx, array, strided):
+    """The same array, typed as read-only, and as strided (numba layout 'A') if `strided` is True.
 
-    That is the type matmul.py's ``_run_task`` hands to ``_matmul_block`` for its operands, so the
-    products below call the very same compiled code instead of compiling it again for C-contiguous
-    or transposed operands. (All array types share one memory layout in numba; only the type the
-    compiler sees changes.)
+    These are the types matmul.py's ``_run_task`` hands to ``_matmul_block`` (strided operands, a
+    C-contiguous bias), so the products below call the very same compiled code instead of
+    compiling it again for C-contiguous or transposed operands. (All array types share one memory
+    layout in numba; only the type the compiler sees changes.)
     """
-    if not isinstance(array, types.Array):
+    if not isinstance(array, types.Array) or not isinstance(strided, types.BooleanLiteral):
         return None
-    result = array.copy(layout="A", readonly=True)
+    result = array.copy(layout="A" if strided.literal_value else array.layout, readonly=True)
 
     def codegen(context, builder, signature, args):
         return impl_ret_borrowed(context, builder, result, args[0])
 
-    return result(array), codegen
+    return result(array, strided), codegen
+
+
+@jit
+def _strided(array):
+    return _read_only(array, True)
 
 
 @jit
@@ -121,7 +130,7 @@ def _scratch(dtype_of):
     an empty bias."""
     dtype = dtype_of.dtype
     return (np.empty((0, 1), dtype=dtype), np.empty((KC, NR), dtype=dtype), np.empty((MR, NR), dtype=dtype),
-            np.empty(0, dtype=dtype))
+            _read_only(np.empty(0, dtype=dtype), False))
 
 
 @jit
@@ -167,7 +176,7 @@ def _backward_signature(dtype):
     return types.void(*inputs, *[_array(dtype)] * 3, *[types.intp] * 2)
 
 
-@jit([_forward_signature(t) for t in (types.float32, types.float64)], error_model="numpy")
+@jit([_forward_signature(types.float32)], error_model="numpy")
 def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
     """out and weights of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_v = q.shape[1], q.shape[2], k.shape[2], v.shape[3]
@@ -206,7 +215,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
         _copy_into(out_rows, out[b, h])
 
 
-@jit([_backward_signature(t) for t in (types.float32, types.float64)], error_model="numpy")
+@jit([_backward_signature(types.float32)], error_model="numpy")
 def backward_slices(g, q, k, v, weights, scale, dq, dk, dv, first, stop):
     """dq, dk and dv of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_k, d_v = q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]
@@ -237,7 +246,7 @@ def backward_slices(g, q, k, v, weights, scale, dq, dk, dv, first, stop):
         ds_ = _strided(ds)
         _product(ds_, k[b, h], dq_rows, None, scratch)  # dQ = dS K
         _product(ds_.T, q[b, h], dk_rows, None, scratch)  # dK = dS^T Q
-        _product(w.T, g[b, h], dv_rows, None, scratch)  # dV = W^T g
+        _product(_strided(w).T, g[b, h], dv_rows, None, scratch)  # dV = W^T g
         _copy_into(dq_rows, dq[b, h])
         _copy_into(dk_rows, dk[b, h])
         _copy_into(dv_rows, dv[b, h])
@@ -262,9 +271,9 @@ def _backward_parallel(g, q, k, v, weights, scale, dq, dk, dv, n_chunks):
 
 
 def _n_chunks(x, work):
-    """How many runs of slices to share out: 1 (this thread) for float64 or small work."""
+    """How many runs of slices to share out: 1 (this thread) for small work."""
     n_slices = x.shape[0] * x.shape[1]
-    if x.dtype != np.float32 or work < SERIAL_FLOPS or n_slices < 2:
+    if work < SERIAL_FLOPS or n_slices < 2:
         return 1
     return min(n_threads(), n_slices)
 
@@ -280,8 +289,11 @@ def _check(name, q, k, v):
 
 
 def attention_forward_numba(q, k, v, mask, scale):
-    """-> (out (B, h, T_q, d_v), weights (B, h, T_q, T_k)); out has the memory layout of q."""
+    """-> (out (B, h, T_q, d_v), weights (B, h, T_q, T_k)); out has the memory layout of q.
+    (float64: the numpy twin.)"""
     _check("attention_forward", q, k, v)
+    if q.dtype != np.float32:
+        return attention_forward_numpy(q, k, v, mask, scale)
     (B, h, T_q, d_k), T_k, d_v = q.shape, k.shape[2], v.shape[3]
     if mask is None:
         mask = np.ones((1, 1, 1, 1), dtype=np.bool_)
@@ -303,8 +315,10 @@ def attention_forward_numba(q, k, v, mask, scale):
 
 
 def attention_backward_numba(g, q, k, v, weights, scale):
-    """-> (dq, dk, dv), each with the shape and memory layout of q, k, v."""
+    """-> (dq, dk, dv), each with the shape and memory layout of q, k, v. (float64: the numpy twin.)"""
     _check("attention_backward", q, k, v)
+    if q.dtype != np.float32:
+        return attention_backward_numpy(g, q, k, v, weights, scale)
     if g.shape != q.shape[:3] + v.shape[3:] or weights.shape != q.shape[:3] + k.shape[2:3]:
         raise ValueError(f"attention_backward: g {g.shape} or weights {weights.shape} do not fit "
                          f"q {q.shape}, k {k.shape}, v {v.shape}")

@@ -5,8 +5,8 @@
 This is the bias gradient of a Linear layer, y = x W^T + b: each row of the output added b once,
 so d loss / d b is the sum of the rows of g = d loss / d y.
 
-``sum_rows_numpy`` is ``g.sum(axis=0)``, on one thread. ``sum_rows_numba`` cuts the rows into one
-block per thread; each thread adds its rows into a partial sum (a loop over a whole row at a time,
+``sum_rows_numpy`` is ``g.sum(axis=0)``, on one thread. ``sum_rows_numba`` (float32; float64 takes
+the numpy path) cuts the rows into one block per thread; each thread adds its rows into a partial sum (a loop over a whole row at a time,
 which LLVM vectorises), and the partial sums are added at the end. The sum is over the rows in
 order within a block, in the array's dtype; numpy instead adds pairwise, so the two differ by
 rounding (a few units in the last place in float32 for a thousand rows).
@@ -37,7 +37,7 @@ def _signature(dtype):
     return types.void(types.Array(dtype, 2, "C", readonly=True), types.Array(dtype, 2, "C"), types.intp)
 
 
-@jit([_signature(t) for t in (types.float32, types.float64)], parallel=True)
+@jit([_signature(types.float32)], parallel=True)
 def _sum_row_blocks(g, partial, n_blocks):
     """partial[b] = sum of the rows of block b of g, for n_blocks blocks of nearly equal size."""
     n_rows, n_cols = g.shape
@@ -54,8 +54,8 @@ def sum_rows_numba(g):
     """g (R, N) -> (N,): the sum of the rows, float32 or float64, any layout."""
     if g.ndim != 2 or g.dtype not in (np.float32, np.float64):
         raise ValueError(f"sum_rows: need a 2-D float32 or float64 array, got {g.shape} {g.dtype}")
-    if not g.flags.c_contiguous or g.shape[0] == 0:  # (numpy does as well on other layouts)
-        return g.sum(axis=0)
+    if g.dtype != np.float32 or not g.flags.c_contiguous or g.shape[0] == 0:
+        return g.sum(axis=0)  # float64 (gradient checks) and other layouts: numpy does as well
     n_blocks = min(n_threads(), g.shape[0]) if g.size >= PARALLEL_MIN_ELEMENTS else 1
     partial = np.empty((n_blocks, g.shape[1]), dtype=g.dtype)
     _sum_row_blocks(g, partial, n_blocks)
