@@ -199,8 +199,11 @@ class SliceGrad:
     def __init__(self, index, value):
         self.index, self.value = index, value
 
-    def dense(self, shape, dtype):
-        grad = np.zeros(shape, dtype=dtype)
+    def dense(self, like):
+        """The whole gradient, laid out in memory like the array `like` (the input's data): for an
+        input that is itself a permuted view, the gradient then flows back through the permutation
+        as a contiguous array."""
+        grad = np.zeros_like(like)
         grad[self.index] = self.value
         return grad
 
@@ -325,7 +328,7 @@ def backward(root, grad=None, retain_graph=False):
             key = id(parent)
             if isinstance(pg, SliceGrad):  # add the slice into place (see SliceGrad)
                 if key not in grads:
-                    grads[key] = pg.dense(parent.shape, parent.dtype)
+                    grads[key] = pg.dense(parent.data)
                 else:
                     if key not in owned:
                         grads[key] = grads[key].astype(parent.dtype, copy=True)

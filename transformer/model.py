@@ -145,9 +145,10 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x, mask):
         """x (B, T, d_model), mask (T, T) causal -> (B, T, d_model)"""
         B, T, C = x.shape
-        q, k, v = self.c_attn(x).split(C, axis=2)  # (B, T, C) each: views of one (B, T, 3C) array
-        # split into heads, (B, T, C) -> (B, h, T, d_k): views again, no copy
-        q, k, v = (t.reshape(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        # one product for all three, then split into q, k, v and into heads: (B, T, 3C) ->
+        # (B, T, 3, h, d_k) -> (3, B, h, T, d_k), views of the product's result (no copy)
+        qkv = self.c_attn(x).reshape(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # (B, h, T, d_k) each
         # (B, h, T, d_k); without the weights, the fused op (while there is no dropout to apply)
         y, _ = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, need_weights=False)
         y = y.transpose(1, 2).reshape(B, T, C)  # concatenate the heads
