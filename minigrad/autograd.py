@@ -5,6 +5,10 @@ Every op is a `Function` with two static methods side by side:
     forward(ctx, *arrays, **params) -> array        numpy arrays in, numpy array out
     backward(ctx, grad) -> one array (or None) per input array
 
+An op may also return a tuple of arrays (split, unbind): it then gives a tuple of tensors, and its
+backward receives one gradient per output, `backward(ctx, *grads)`, once all of them are known
+(zeros for an output that the loss does not use).
+
 `Function.apply(*tensors, **params)` runs `forward` on the tensors' arrays and, when a gradient is
 needed, remembers the op, its inputs and the `ctx` on the output tensor. `backward(tensor)` visits
 those records in reverse topological order and calls each `backward`.
@@ -16,6 +20,7 @@ places, so its gradient adds the copies up).
 import contextlib
 import os
 import traceback
+import weakref
 
 import numpy as np
 
@@ -110,11 +115,13 @@ class Context:
     `save_for_backward(*arrays)` keeps arrays; `saved_tensors` returns them. Any other attribute
     (`ctx.axis = 1`) works too. `needs_input_grad[i]` tells whether input i wants a gradient."""
 
-    __slots__ = ("fn", "inputs", "versions", "output_version", "saved_tensors", "needs_input_grad", "__dict__")
+    __slots__ = ("fn", "inputs", "versions", "outputs", "output_version", "saved_tensors", "needs_input_grad",
+                 "__dict__")
 
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad
         self.saved_tensors = ()
+        self.outputs = None  # weak references to the outputs of an op with several
 
     def save_for_backward(self, *arrays):
         self.saved_tensors = arrays
@@ -141,6 +148,9 @@ class Function:
                 return grad * 3 * x ** 2          # d(x^3)/dx = 3x^2
 
         y = Cube.apply(t)
+
+    A forward that returns a tuple of arrays makes `apply` return a tuple of tensors; backward
+    then takes one gradient per output: `backward(ctx, *grads)`.
     """
 
     @staticmethod
@@ -162,22 +172,50 @@ class Function:
             ctx.input_shapes = [t.shape for t in inputs]
             ctx.call_site = _user_call_site()
         data = cls.forward(ctx, *[t.data for t in inputs], **params)
+        if isinstance(data, tuple):
+            return _several_outputs(ctx, inputs, data)
         if _anomaly_mode:
             _check_finite(ctx, [data], "forward")
-        if not isinstance(data, np.ndarray):
-            data = np.asarray(data)
-        out = Tensor._from_op(data, any(needs))
-        if data.base is not None:  # a view (reshape, transpose, slice): share the version count
-            for t in inputs:
-                if np.may_share_memory(data, t.data):
-                    out._base = _root(t)
-                    break
+        out = _output_tensor(data, inputs, any(needs))
         if out.requires_grad:
             ctx.inputs = inputs
             ctx.versions = tuple([_root(t)._version for t in inputs])
             ctx.output_version = _root(out)._version
             out._ctx = ctx
         return out
+
+
+def _output_tensor(data, inputs, requires_grad):
+    if not isinstance(data, np.ndarray):
+        data = np.asarray(data)
+    out = _tensor.Tensor._from_op(data, requires_grad)
+    if data.base is not None:  # a view (reshape, transpose, slice): share the version count
+        for t in inputs:
+            if np.may_share_memory(data, t.data):
+                out._base = _root(t)
+                break
+    return out
+
+
+def _several_outputs(ctx, inputs, arrays):
+    """Function.apply for a forward that returned a tuple of arrays: a tuple of tensors."""
+    if _anomaly_mode:
+        _check_finite(ctx, arrays, "forward")
+    outs = tuple(_output_tensor(a, inputs, any(ctx.needs_input_grad)) for a in arrays)
+    if outs and outs[0].requires_grad:
+        ctx.inputs = inputs
+        ctx.versions = tuple([_root(t)._version for t in inputs])
+        ctx.output_version = tuple([_root(o)._version for o in outs])
+        ctx.outputs = tuple([weakref.ref(o) for o in outs])  # (weak: an unused output may be freed)
+        ctx.output_shapes = [(o.data.shape, o.data.dtype) for o in outs]
+        for o in outs:
+            o._ctx = ctx
+    return outs
+
+
+def _output_index(ctx, tensor):
+    """Which output of its op (with several) `tensor` is."""
+    return next(i for i, ref in enumerate(ctx.outputs) if ref() is tensor)
 
 
 def _root(t):
@@ -258,14 +296,15 @@ def _check_versions(ctx, output):
     saved = ctx.saved_tensors
     if not saved:
         return
-    if _root(output)._version == ctx.output_version and all(
+    output_version = ctx.output_version if ctx.outputs is None else ctx.output_version[_output_index(ctx, output)]
+    if _root(output)._version == output_version and all(
         (t if t._base is None else t._base)._version == v for t, v in zip(ctx.inputs, ctx.versions)
     ):
         return  # nothing changed (the usual case)
     changed = [(f"input {i}", t, v) for i, (t, v) in enumerate(zip(ctx.inputs, ctx.versions))
                if _root(t)._version != v]
-    if _root(output)._version != ctx.output_version:
-        changed.append(("its output", output, ctx.output_version))
+    if _root(output)._version != output_version:
+        changed.append(("its output", output, output_version))
     for what, t, version in changed:
         if any(isinstance(s, np.ndarray) and np.may_share_memory(s, t.data) for s in saved):
             raise RuntimeError(
@@ -298,22 +337,40 @@ def backward(root, grad=None, retain_graph=False):
 
     grads = {id(root): grad}  # id(tensor) -> d(root)/d(tensor) summed so far
     owned = set()  # ids whose array in `grads` was allocated here, so it may be updated in place
-    for node in reversed(_topological_order(root)):
+    order = _topological_order(root)
+    # an op with several outputs runs its backward once, at the last of its outputs in the walk:
+    # id(ctx) -> [gradient of each output (None: none yet), how many of its outputs are to come]
+    waiting = {}
+    for node in order:
+        if node._ctx is not None and node._ctx.outputs is not None:
+            waiting.setdefault(id(node._ctx), [[None] * len(node._ctx.outputs), 0])[1] += 1
+    for node in reversed(order):
         g = grads.pop(id(node), None)
-        if g is None:
+        ctx = node._ctx
+        if ctx is not None and ctx.outputs is not None:  # one of several outputs: wait for the rest
+            output_grads, to_come = entry = waiting[id(ctx)]
+            output_grads[_output_index(ctx, node)] = g
+            entry[1] = to_come - 1
+        if g is None and not (ctx is not None and ctx.outputs is not None and entry[1] == 0):
             continue
-        if node._retains_grad or node._ctx is None:
+        if g is not None and (node._retains_grad or ctx is None):
             if node.grad is not None:
                 node.grad = node.grad + g
             else:
                 node.grad = g if id(node) in owned else g.copy()
-        ctx = node._ctx
         if ctx is None:
             continue
         if ctx.inputs is None:
             raise RuntimeError(_FREED_MESSAGE)
+        if ctx.outputs is None:
+            output_grads = (g,)
+        elif entry[1] > 0 or all(og is None for og in output_grads):
+            continue
+        else:  # an output the loss does not use has gradient zero
+            output_grads = [np.zeros(shape, dtype) if og is None else og
+                            for (shape, dtype), og in zip(ctx.output_shapes, output_grads)]
         _check_versions(ctx, node)
-        input_grads = ctx.fn.backward(ctx, g)
+        input_grads = ctx.fn.backward(ctx, *output_grads)
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
         if len(input_grads) != len(ctx.inputs):

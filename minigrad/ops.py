@@ -478,6 +478,40 @@ class GetItem(Function):
         return grad
 
 
+class Split(Function):
+    """Consecutive pieces of `a` along `axis`, of the given sizes: views, and one node for all."""
+
+    @staticmethod
+    def forward(ctx, a, sizes, axis):
+        ctx.axis, ctx.input = axis, a
+        ctx.bounds = np.cumsum(sizes)[:-1]
+        return tuple(np.split(a, ctx.bounds, axis=axis))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        grad = np.empty_like(ctx.input)  # each piece's gradient goes back where the piece came from
+        for piece, g in zip(np.split(grad, ctx.bounds, axis=ctx.axis), grads):
+            piece[...] = g
+        return grad
+
+
+class Unbind(Function):
+    """The slices a[..., i, ...] along `axis`, each without that axis: views, and one node for all."""
+
+    @staticmethod
+    def forward(ctx, a, axis):
+        ctx.input = a
+        ctx.indices = [(slice(None),) * axis + (i,) for i in range(a.shape[axis])]
+        return tuple(a[index] for index in ctx.indices)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        grad = np.empty_like(ctx.input)  # laid out like the input, so a permuted input stays cheap
+        for index, g in zip(ctx.indices, grads):
+            grad[index] = g
+        return grad
+
+
 def _same_float_dtype(op, arrays):
     floats = {a.dtype for a in arrays if a.dtype.kind == "f"}
     if len(floats) > 1:

@@ -420,12 +420,14 @@ class Tensor:
                 raise ValueError(f"split: sizes must not be negative, got {sizes}")
             if sum(sizes) != n:
                 raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, but axis {axis} has size {n}")
-        pieces, start = [], 0
-        lead = (slice(None),) * axis
-        for size in sizes:
-            pieces.append(self[lead + (slice(start, start + size),)])
-            start += size
-        return tuple(pieces)
+        if not sizes:  # an empty axis cut into pieces of some size: no pieces
+            return ()
+        return ops.Split.apply(self, sizes=sizes, axis=axis)
+
+    def unbind(self, axis=0):
+        """The slices along `axis`, each without that axis: x.unbind(0) is (x[0], x[1], ...)."""
+        axis = _axis(axis, self.ndim, "unbind", self.shape)
+        return ops.Unbind.apply(self, axis=axis)
 
     def chunk(self, chunks, axis=0):
         """`chunks` pieces of (nearly) equal size along `axis`."""

@@ -551,3 +551,80 @@ def test_slice_gradient_in_anomaly_mode():
         np.testing.assert_array_equal(x.grad, [0, 1, 1])
         with pytest.raises(mg.AnomalyError, match="backward"), np.errstate(divide="ignore"):
             (x[1:] ** 0.5).sum().backward()  # d sqrt(x)/dx at 0 is inf
+
+
+# ------------------------------------------------------------------ ops with several outputs
+class SinCos(mg.Function):
+    """A learner's op with two outputs: (sin x, cos x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return np.sin(x), np.cos(x)
+
+    @staticmethod
+    def backward(ctx, g_sin, g_cos):
+        (x,) = ctx.saved_tensors
+        return g_sin * np.cos(x) - g_cos * np.sin(x)  # d sin = cos, d cos = -sin
+
+
+def test_function_with_two_outputs_passes_a_gradient_check():
+    from minigrad.gradcheck import gradcheck
+
+    x = mg.tensor(np.linspace(-2, 2, 7), requires_grad=True)
+    s, c = SinCos.apply(x)
+    assert s.grad_fn == c.grad_fn == "SinCos"
+    assert gradcheck(lambda x: (lambda sc: sc[0] * 2 + sc[1] ** 2)(SinCos.apply(x)), (x,))
+
+
+def test_an_unused_output_counts_as_zero():
+    x = mg.tensor(np.array([0.3, 1.1]), requires_grad=True)
+    s, _ = SinCos.apply(x)
+    (3 * s).sum().backward()
+    np.testing.assert_allclose(x.grad, 3 * np.cos(x.data), rtol=1e-15)
+    y = mg.tensor(np.array([0.3, 1.1]), requires_grad=True)
+    SinCos.apply(y)[1].sum().backward()  # the sin output is freed before backward runs
+    np.testing.assert_allclose(y.grad, -np.sin(y.data), rtol=1e-15)
+
+
+def test_each_output_may_feed_several_ops_and_be_retained():
+    x = mg.tensor(np.array([0.5, -0.7, 2.0]), requires_grad=True)
+    s, c = SinCos.apply(x)
+    c.retain_grad()
+    loss = (s * c).sum() + c.sum() + (s * 4).sum()
+    loss.backward()
+    np.testing.assert_allclose(c.grad, np.sin(x.data) + 1, rtol=1e-15)
+    expected = np.cos(2 * x.data) - np.sin(x.data) + 4 * np.cos(x.data)  # d(sin cos)/dx = cos 2x
+    np.testing.assert_allclose(x.grad, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("pieces", [
+    lambda x: x.split(2, axis=1),
+    lambda x: x.split([1, 0, 4, 1], axis=1),
+    lambda x: x.chunk(3, axis=0),
+    lambda x: x.unbind(1),
+    lambda x: x.transpose(0, 1).unbind(0),  # pieces of a permuted view
+])
+def test_split_and_unbind_are_one_node_with_exact_gradients(pieces):
+    x_data = np.arange(24, dtype=np.float64).reshape(4, 6) / 7
+    x = mg.tensor(x_data, requires_grad=True)
+    parts = pieces(x)
+    assert len({p._ctx for p in parts}) == 1  # one node for all the pieces
+    weights = [float(i + 1) for i in range(len(parts))]
+    loss = sum(((p * p) * w).sum() for p, w in zip(parts[::2], weights[::2]))  # every other piece only
+    loss.backward()
+    expected = np.zeros_like(x_data)
+    for p, w in zip(pieces(mg.tensor(x_data))[::2], weights[::2]):
+        # each used element e contributes w * e^2: find where p's numbers sit in x
+        for value in np.asarray(p.data).ravel():
+            expected[x_data == value] = 2 * w * value
+    np.testing.assert_allclose(x.grad, expected, rtol=1e-15)
+
+
+def test_unbind_errors_and_views():
+    x = mg.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    rows = x.unbind(0)
+    assert [r.shape for r in rows] == [(3,), (3,)] and np.shares_memory(rows[0].data, x.data)
+    with pytest.raises(np.exceptions.AxisError, match="unbind"):
+        x.unbind(2)
+    assert mg.zeros(0, 3).split(2, axis=0) == ()

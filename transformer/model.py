@@ -148,7 +148,7 @@ class CausalSelfAttention(nn.Module):
         # one product for all three, then split into q, k, v and into heads: (B, T, 3C) ->
         # (B, T, 3, h, d_k) -> (3, B, h, T, d_k), views of the product's result (no copy)
         qkv = self.c_attn(x).reshape(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv[0], qkv[1], qkv[2]  # (B, h, T, d_k) each
+        q, k, v = qkv.unbind(0)  # (B, h, T, d_k) each
         # (B, h, T, d_k); without the weights, the fused op (while there is no dropout to apply)
         y, _ = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, need_weights=False)
         y = y.transpose(1, 2).reshape(B, T, C)  # concatenate the heads
