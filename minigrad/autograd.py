@@ -346,29 +346,24 @@ def backward(root, grad=None, retain_graph=False):
             waiting.setdefault(id(node._ctx), [[None] * len(node._ctx.outputs), 0])[1] += 1
     for node in reversed(order):
         g = grads.pop(id(node), None)
-        ctx = node._ctx
-        if ctx is not None and ctx.outputs is not None:  # one of several outputs: wait for the rest
-            output_grads, to_come = entry = waiting[id(ctx)]
-            output_grads[_output_index(ctx, node)] = g
-            entry[1] = to_come - 1
-        if g is None and not (ctx is not None and ctx.outputs is not None and entry[1] == 0):
-            continue
-        if g is not None and (node._retains_grad or ctx is None):
+        if g is not None and (node._retains_grad or node._ctx is None):
             if node.grad is not None:
                 node.grad = node.grad + g
             else:
                 node.grad = g if id(node) in owned else g.copy()
+        ctx = node._ctx
         if ctx is None:
             continue
+        if ctx.outputs is None:  # the usual op, with one output
+            if g is None:
+                continue
+            output_grads = (g,)
+        else:  # one of several outputs
+            output_grads = _gather_output_grads(waiting, ctx, node, g)
+            if output_grads is None:
+                continue
         if ctx.inputs is None:
             raise RuntimeError(_FREED_MESSAGE)
-        if ctx.outputs is None:
-            output_grads = (g,)
-        elif entry[1] > 0 or all(og is None for og in output_grads):
-            continue
-        else:  # an output the loss does not use has gradient zero
-            output_grads = [np.zeros(shape, dtype) if og is None else og
-                            for (shape, dtype), og in zip(ctx.output_shapes, output_grads)]
         _check_versions(ctx, node)
         input_grads = ctx.fn.backward(ctx, *output_grads)
         if not isinstance(input_grads, tuple):
@@ -409,6 +404,18 @@ def backward(root, grad=None, retain_graph=False):
         if not retain_graph:
             ctx.inputs = None
             ctx.saved_tensors = ()
+
+
+def _gather_output_grads(waiting, ctx, node, g):
+    """Note g, the gradient of `node`, one of the outputs of `ctx`. At the last of ctx's outputs in
+    the walk, return the gradients of all of them (zeros for outputs the loss does not use; None if
+    it uses none); before that, return None: ctx's backward has to wait."""
+    entry = waiting[id(ctx)]
+    entry[0][_output_index(ctx, node)] = g
+    entry[1] -= 1
+    if entry[1] > 0 or all(og is None for og in entry[0]):
+        return None
+    return [np.zeros(shape, dtype) if og is None else og for (shape, dtype), og in zip(ctx.output_shapes, entry[0])]
 
 
 _FREED_MESSAGE = (
