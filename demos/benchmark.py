@@ -716,8 +716,17 @@ def _train_runs(args, torch):
     for split in ("train", "val"):
         batches["eval_" + split] = [data.batch(split, c.batch_size, c.block_size) for _ in range(c.eval_iters)]
 
-    def lr_at(it):
-        return optim.cosine_with_warmup(it, c.lr, c.min_lr, min(c.warmup_iters, c.max_iters), c.max_iters)
+    def loop(param_groups, evaluate, step):
+        """The run's iterations [first, stop): schedule, evaluation every eval_interval, one step."""
+        def run(first, stop):
+            for it in range(first, stop):
+                for group in param_groups:
+                    group["lr"] = optim.cosine_with_warmup(it, c.lr, c.min_lr, min(c.warmup_iters, c.max_iters),
+                                                           c.max_iters)
+                if it % c.eval_interval == 0:
+                    evaluate()
+                step(*batches["train"][it])
+        return run
 
     # minigrad: the demo's model, parameter groups and loop body
     model = char_gpt.GPT(char_gpt.GPTConfig(**config, dropout=c.dropout, bias=c.bias))
@@ -731,21 +740,16 @@ def _train_runs(args, torch):
         model.train()
         return losses["val"]
 
-    def run_minigrad(first, stop):
-        for it in range(first, stop):
-            for group in opt.param_groups:
-                group["lr"] = lr_at(it)
-            if it % c.eval_interval == 0:
-                evaluate_minigrad()
-            x, y = batches["train"][it]
-            _, loss = model(minigrad.tensor(x), minigrad.tensor(y))
-            opt.zero_grad()
-            loss.backward()
-            optim.clip_grad_norm_(model.parameters(), c.grad_clip)
-            opt.step()
-            loss.item()
+    def step_minigrad(x, y):
+        _, loss = model(minigrad.tensor(x), minigrad.tensor(y))
+        opt.zero_grad()
+        loss.backward()
+        optim.clip_grad_norm_(model.parameters(), c.grad_clip)
+        opt.step()
+        loss.item()
 
-    runs, evaluations = {"minigrad": run_minigrad}, {"minigrad": evaluate_minigrad}
+    runs = {"minigrad": loop(opt.param_groups, evaluate_minigrad, step_minigrad)}
+    evaluations = {"minigrad": evaluate_minigrad}
     if torch is not None:
         torch.manual_seed(c.seed)
         t_model = build_torch_gpt(torch, **config, bias=c.bias)
@@ -753,31 +757,27 @@ def _train_runs(args, torch):
         t_opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": c.weight_decay},
                                    {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
                                   lr=c.lr, betas=(0.9, c.beta2))
-        t_batches = {k: [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in v] for k, v in batches.items()}
+        t_eval = {k: [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches[k]]
+                  for k in ("eval_train", "eval_val")}
 
         def evaluate_torch():
             t_model.eval()
             with torch.no_grad():
-                losses = {s: float(np.mean([t_model(x, y)[1].item() for x, y in t_batches["eval_" + s]]))
+                losses = {s: float(np.mean([t_model(x, y)[1].item() for x, y in t_eval["eval_" + s]]))
                           for s in ("train", "val")}
             t_model.train()
             return losses["val"]
 
-        def run_torch(first, stop):
-            for it in range(first, stop):
-                for group in t_opt.param_groups:
-                    group["lr"] = lr_at(it)
-                if it % c.eval_interval == 0:
-                    evaluate_torch()
-                x, y = t_batches["train"][it]
-                _, loss = t_model(x, y)
-                t_opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(t_model.parameters(), c.grad_clip)
-                t_opt.step()
-                loss.item()
+        def step_torch(x, y):
+            _, loss = t_model(torch.from_numpy(x), torch.from_numpy(y))
+            t_opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(t_model.parameters(), c.grad_clip)
+            t_opt.step()
+            loss.item()
 
-        runs["torch"], evaluations["torch"] = run_torch, evaluate_torch
+        runs["torch"] = loop(t_opt.param_groups, evaluate_torch, step_torch)
+        evaluations["torch"] = evaluate_torch
     return c, len(data.chars), runs, evaluations
 
 

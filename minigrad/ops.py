@@ -678,7 +678,8 @@ class Linear(Function):
         g2 = g.reshape(-1, g.shape[-1])
         dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None  # dx = g W
         dw = _mm(g2.T, x.reshape(-1, x.shape[-1])) if ctx.needs_input_grad[1] else None  # dW = g^T x
-        db = kernels.sum_rows(g2) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None  # db = sum g
+        needs_db = len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]
+        db = kernels.sum_rows(g2) if needs_db else None  # db = sum of g over the rows
         return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
 
 
@@ -789,7 +790,8 @@ class ScaledDotProductAttention(Function):
         scores_shape = batch + (q.shape[-2], k.shape[-2])
         if mask is not None:
             if mask.dtype != np.bool_:
-                raise TypeError(f"scaled_dot_product_attention: mask must be bool (True = may attend), got {mask.dtype}")
+                raise TypeError("scaled_dot_product_attention: mask must be bool (True = may attend), "
+                                f"got {mask.dtype}")
             _check_mask("scaled_dot_product_attention", mask, scores_shape)
             mask = _as_4d(np.broadcast_to(mask, scores_shape))
         q4, k4, v4 = (_as_4d(np.broadcast_to(x, batch + x.shape[-2:])) for x in (q, k, v))

@@ -6,10 +6,11 @@ This is the bias gradient of a Linear layer, y = x W^T + b: each row of the outp
 so d loss / d b is the sum of the rows of g = d loss / d y.
 
 ``sum_rows_numpy`` is ``g.sum(axis=0)``, on one thread. ``sum_rows_numba`` (float32; float64 takes
-the numpy path) cuts the rows into one block per thread; each thread adds its rows into a partial sum (a loop over a whole row at a time,
-which LLVM vectorises), and the partial sums are added at the end. The sum is over the rows in
-order within a block, in the array's dtype; numpy instead adds pairwise, so the two differ by
-rounding (a few units in the last place in float32 for a thousand rows).
+the numpy path) cuts the rows into one block per thread; each thread adds its rows into a partial
+sum (a loop over a whole row at a time, which LLVM vectorises), and the partial sums are added at
+the end. The sum is over the rows in order within a block, in the array's dtype; numpy instead adds
+pairwise, so the two differ by rounding (a few units in the last place in float32 for a thousand
+rows).
 
 ``sum_squares(x) = sum_i x[i]^2``, accumulated in float64 whatever the dtype of x (the squares of
 float32 numbers above 1e19 overflow float32). Gradient clipping adds these up over all gradients.
