@@ -20,7 +20,8 @@ Five sections (choose with --only):
 Every ratio is arranged so that > 1 means minigrad is faster. Candidates are timed round-robin
 (the order rotates every round) so that machine noise hits all of them; before each timed sample
 the benchmark waits until the previous candidate's worker threads stop spinning (see `settle`) and
-makes one untimed call that warms the caches again; the reported number is the median over samples.
+runs the candidate untimed for 30 ms, which gets idle cores going again and warms the caches (see
+`warm_up`); the reported number is the median over samples.
 On a machine shared with other work, multi-threaded timings can be far off: compare with
 --threads 1, which gives every library one thread.
 """
@@ -154,6 +155,20 @@ def settle(quantum=0.004, limit=0.3):
 
 _settle_seconds = [0.0]  # total time spent in settle(), reported in the JSON document
 
+# After the process has been idle (as settle() makes it), the first few milliseconds of a parallel
+# library run several times slower on this kind of machine, a virtual machine whose idle virtual
+# CPUs take a while to get going again: measured here, 5 ms of continuous work before a timed
+# sample still left about a third of the samples 3-10x slow, 20 ms left none.
+WARM_SECONDS = 0.03
+
+
+def warm_up(f):
+    """Call f repeatedly for WARM_SECONDS (at least once): the cores are running when timing starts."""
+    start = time.perf_counter()
+    f()
+    while time.perf_counter() - start < WARM_SECONDS:
+        f()
+
 
 def race(candidates, budget, repeats=None, min_samples=5, sample_seconds=0.01):
     """Time zero-argument callables against each other; -> ({name: median seconds per call}, rounds).
@@ -162,8 +177,8 @@ def race(candidates, budget, repeats=None, min_samples=5, sample_seconds=0.01):
     enough to last `sample_seconds`. Then rounds run until the slowest candidate has had about
     `budget` seconds (at least `min_samples` rounds; exactly `repeats` rounds if given). In each
     round every candidate, in turn, waits for the other libraries' threads to go idle (`settle`),
-    runs one untimed call (which wakes its threads and warms the caches the others evicted), and
-    then one timed sample; the order rotates every round so no candidate always follows the same
+    runs untimed for WARM_SECONDS (which wakes the cores and its threads and warms the caches the
+    others evicted, see `warm_up`), and then one timed sample; the order rotates every round so no candidate always follows the same
     one. The result is the median over rounds of (sample time / inner).
     """
     names = list(candidates)
@@ -177,7 +192,7 @@ def race(candidates, budget, repeats=None, min_samples=5, sample_seconds=0.01):
             f()
             best = min(best, time.perf_counter() - t0)
         inner[name] = max(1, min(10_000, int(sample_seconds / max(best, 1e-9))))
-        cost[name] = (inner[name] + 1) * best  # a timed sample plus its untimed warm call
+        cost[name] = inner[name] * best + max(best, WARM_SECONDS)  # a timed sample and its warm-up
     if repeats:
         rounds = repeats
     else:
@@ -189,7 +204,7 @@ def race(candidates, budget, repeats=None, min_samples=5, sample_seconds=0.01):
         for name in order:
             f, n = candidates[name], inner[name]
             settle()
-            f()
+            warm_up(f)
             t0 = time.perf_counter()
             for _ in range(n):
                 f()
@@ -643,7 +658,7 @@ def bench_gpt(args, torch):
                 put(threads)
             try:
                 settle()
-                step()  # untimed: wakes the threads and warms the caches the other candidate used
+                warm_up(step)  # untimed: wakes the cores and threads, warms the caches the other one used
                 return _time_steps(step, n)
             finally:
                 put(default)
@@ -1065,7 +1080,7 @@ def _settings(args):
         args.budget, args.min_samples, args.sample_seconds = 0.02, 3, 0.003
         args.gpt_budget, args.gpt_min_steps, args.gpt_blocks, args.gpt_warmup = 0.0, 3, 1, 0
     else:
-        args.budget, args.min_samples, args.sample_seconds = 0.3, 5, 0.01
+        args.budget, args.min_samples, args.sample_seconds = 0.3, 7, 0.01
         args.gpt_budget, args.gpt_min_steps, args.gpt_blocks, args.gpt_warmup = 5.0, 10, 5, 3
     args.memory_steps = 5
     if args.train_iters is None:
