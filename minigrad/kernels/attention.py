@@ -186,11 +186,13 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
     ends = np.empty(n_queries, dtype=np.intp)
     s = dtype.type(scale)
     minus_inf = dtype.type(-np.inf)
+    shared_mask = mask.strides[0] == 0 and mask.strides[1] == 0  # one (T_q, T_k) mask for all slices
     for slice_ in range(first, stop):
         b, h = slice_ // n_heads, slice_ % n_heads
         w = weights[b, h]
-        for i in range(n_queries):  # keys past the last allowed one are not visited
-            ends[i] = _row_end(mask[b, h, i], n_keys)
+        if slice_ == first or not shared_mask:
+            for i in range(n_queries):  # keys past the last allowed one are not visited
+                ends[i] = _row_end(mask[b, h, i], n_keys)
         _transpose_into(k[b, h], k_t)
         _product(q[b, h], _strided(k_t), w, ends, scratch)  # scores Q K^T (only the columns needed)
         for i in range(n_queries):  # masked softmax of scale * scores, row by row
