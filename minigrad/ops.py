@@ -798,14 +798,15 @@ class ScaledDotProductAttention(Function):
         ctx.scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else float(scale)
         out, weights = kernels.attention_forward(q4, k4, v4, mask, ctx.scale)
         ctx.save_for_backward(q4, k4, v4, weights)
-        ctx.batch = batch
+        ctx.batch, ctx.mask = batch, mask
         return out.reshape(batch + out.shape[-2:])
 
     @staticmethod
     def backward(ctx, g):
         q4, k4, v4, weights = ctx.saved_tensors
         # dV = W^T g;  dS = scale W (g V^T - rowsum(W * g V^T));  dQ = dS K;  dK = dS^T Q
-        grads = kernels.attention_backward(g.reshape(q4.shape[:3] + v4.shape[3:]), q4, k4, v4, weights, ctx.scale)
+        g4 = g.reshape(q4.shape[:3] + v4.shape[3:])
+        grads = kernels.attention_backward(g4, q4, k4, v4, weights, ctx.mask, ctx.scale)
         return tuple(d.reshape(ctx.batch + d.shape[-2:]) for d in grads)
 
 

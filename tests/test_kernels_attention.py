@@ -79,8 +79,8 @@ def test_numba_matches_numpy(dtype, mask_kind, B, h, T_q, T_k, d_k, d_v, strided
     assert_close(weights, weights_ref, dtype)
     assert_close(out, out_ref, dtype)
     g = rng.standard_normal(out.shape).astype(dtype)
-    for got, expected in zip(attention_backward_numba(g, q, k, v, weights, scale),
-                             attention_backward_numpy(g, q, k, v, weights_ref, scale)):
+    for got, expected in zip(attention_backward_numba(g, q, k, v, weights, mask, scale),
+                             attention_backward_numpy(g, q, k, v, weights_ref, mask, scale)):
         assert_close(got, expected, dtype)
 
 
@@ -95,8 +95,8 @@ def test_numba_matches_numpy_on_threads(shape):
     out_ref, weights_ref = attention_forward_numpy(q, k, v, mask, 0.3)
     assert_close(out, out_ref, np.float32)
     g = rng.standard_normal(out.shape).astype(np.float32)
-    for got, expected in zip(attention_backward_numba(g, q, k, v, weights, 0.3),
-                             attention_backward_numpy(g, q, k, v, weights_ref, 0.3)):
+    for got, expected in zip(attention_backward_numba(g, q, k, v, weights, mask, 0.3),
+                             attention_backward_numpy(g, q, k, v, weights_ref, mask, 0.3)):
         assert_close(got, expected, np.float32)
 
 
@@ -143,7 +143,7 @@ def test_output_keeps_the_layout_of_q():
     q, k, v = (heads(rng, 2, 4, 8, 16, np.float32) for _ in range(3))
     out, weights = attention_forward_numba(q, k, v, None, 0.25)
     assert out.transpose(0, 2, 1, 3).flags.c_contiguous
-    for grad, x in zip(attention_backward_numba(np.ones_like(out), q, k, v, weights, 0.25), (q, k, v)):
+    for grad, x in zip(attention_backward_numba(np.ones_like(out), q, k, v, weights, None, 0.25), (q, k, v)):
         assert grad.strides == x.strides
 
 

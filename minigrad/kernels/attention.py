@@ -22,8 +22,9 @@ slices, with matmul.py's blocked kernel (``_matmul_block``) for every product:
 Keys past the last allowed one of a row are skipped: the products S and dW compute, for each block
 of 8 rows, only the strips of 32 columns its rows need, and the softmax loops stop at each row's
 end (rounded up to whole SIMD vectors). A causal mask so saves about a quarter of those products
-at T = 64 and half of the softmax. (The backward finds a row's end from its weights: past the last
-nonzero weight every term is zero.) K^T and V^T are copied once per slice into small contiguous
+at T = 64 and half of the softmax. (The backward reads the rows' ends from the same mask: past the
+last allowed key the weights are zero, and so is every term. A mask shared by all the slices, like
+a causal one, is read once per call.) K^T and V^T are copied once per slice into small contiguous
 arrays, so that the products read rows. The inputs may be strided views (heads split from the
 features of a (B, T, d_model) array), and the outputs keep the memory layout of q, k and v.
 
@@ -62,8 +63,9 @@ def attention_forward_numpy(q, k, v, mask, scale):
     return weights @ v, weights
 
 
-def attention_backward_numpy(g, q, k, v, weights, scale):
-    """-> (dq, dk, dv) from g = d loss / d out (B, h, T_q, d_v) and the forward's weights."""
+def attention_backward_numpy(g, q, k, v, weights, mask, scale):
+    """-> (dq, dk, dv) from g = d loss / d out (B, h, T_q, d_v) and the forward's weights (and its
+    mask, which this twin does not need: the weights are zero where it blocks)."""
     dv = np.swapaxes(weights, -1, -2) @ g  # out = W V  =>  dV = W^T g
     dp = g @ np.swapaxes(v, -1, -2)  # dW = g V^T
     ds = scale * weights * (dp - (dp * weights).sum(axis=-1, keepdims=True))  # softmax backward
@@ -171,7 +173,8 @@ def _forward_signature(dtype):
 
 
 def _backward_signature(dtype):
-    inputs = [_array(dtype, readonly=True)] * 4 + [_array(dtype, "C", readonly=True), types.float64]
+    inputs = [_array(dtype, readonly=True)] * 4 + [_array(dtype, "C", readonly=True),
+                                                    _array(types.boolean, readonly=True), types.float64]
     return types.void(*inputs, *[_array(dtype)] * 3, *[types.intp] * 2)
 
 
@@ -217,7 +220,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
 
 
 @jit([_backward_signature(types.float32)], error_model="numpy")
-def backward_slices(g, q, k, v, weights, scale, dq, dk, dv, first, stop):
+def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
     """dq, dk and dv of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_k, d_v = q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]
     dtype = q.dtype
@@ -229,11 +232,13 @@ def backward_slices(g, q, k, v, weights, scale, dq, dk, dv, first, stop):
     v_t = np.empty((d_v, n_keys), dtype=dtype)
     ends = np.empty(n_queries, dtype=np.intp)
     s = dtype.type(scale)
+    shared_mask = mask.strides[0] == 0 and mask.strides[1] == 0  # one (T_q, T_k) mask for all slices
     for slice_ in range(first, stop):
         b, h = slice_ // n_heads, slice_ % n_heads
         w = weights[b, h]
-        for i in range(n_queries):  # past the last nonzero weight, every term is zero
-            ends[i] = _row_end(w[i], n_keys)
+        if slice_ == first or not shared_mask:
+            for i in range(n_queries):  # past the last allowed key the weights are 0, and so is every term
+                ends[i] = _row_end(mask[b, h, i], n_keys)
         _transpose_into(v[b, h], v_t)
         _product(g[b, h], _strided(v_t), ds, ends, scratch)  # dW = g V^T
         for i in range(n_queries):  # dS = scale * W * (dW - rowsum(dW * W)), zero past the end
@@ -263,11 +268,11 @@ def _forward_parallel(q, k, v, mask, scale, out, weights, n_chunks):
 
 
 @jit([types.void(*_backward_signature(types.float32).args[:-2], types.intp)], parallel=True)
-def _backward_parallel(g, q, k, v, weights, scale, dq, dk, dv, n_chunks):
+def _backward_parallel(g, q, k, v, weights, mask, scale, dq, dk, dv, n_chunks):
     """backward_slices over every slice, in n_chunks equal runs of slices shared by the threads."""
     n_slices = q.shape[0] * q.shape[1]
     for chunk in prange(n_chunks):
-        backward_slices(g, q, k, v, weights, scale, dq, dk, dv, chunk * n_slices // n_chunks,
+        backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, chunk * n_slices // n_chunks,
                         (chunk + 1) * n_slices // n_chunks)
 
 
@@ -315,15 +320,16 @@ def attention_forward_numba(q, k, v, mask, scale):
     return out, weights
 
 
-def attention_backward_numba(g, q, k, v, weights, scale):
+def attention_backward_numba(g, q, k, v, weights, mask, scale):
     """-> (dq, dk, dv), each with the shape and memory layout of q, k, v. (float64: the numpy twin.)"""
     _check("attention_backward", q, k, v)
     if q.dtype != np.float32:
-        return attention_backward_numpy(g, q, k, v, weights, scale)
+        return attention_backward_numpy(g, q, k, v, weights, mask, scale)
     if g.shape != q.shape[:3] + v.shape[3:] or weights.shape != q.shape[:3] + k.shape[2:3]:
         raise ValueError(f"attention_backward: g {g.shape} or weights {weights.shape} do not fit "
                          f"q {q.shape}, k {k.shape}, v {v.shape}")
     weights = np.ascontiguousarray(weights)
+    mask = np.broadcast_to(np.ones((1, 1, 1, 1), dtype=np.bool_) if mask is None else mask, weights.shape)
     dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
     if dq.size == 0 or dk.size == 0 or dv.size == 0:
         for d in (dq, dk, dv):
@@ -332,7 +338,7 @@ def attention_backward_numba(g, q, k, v, weights, scale):
     B, h, T_q, T_k = weights.shape
     n_chunks = _n_chunks(q, 2 * B * h * T_q * T_k * (q.shape[3] + v.shape[3]))
     if n_chunks > 1:
-        _backward_parallel(g, q, k, v, weights, float(scale), dq, dk, dv, n_chunks)
+        _backward_parallel(g, q, k, v, weights, mask, float(scale), dq, dk, dv, n_chunks)
     else:
-        backward_slices(g, q, k, v, weights, float(scale), dq, dk, dv, 0, B * h)
+        backward_slices(g, q, k, v, weights, mask, float(scale), dq, dk, dv, 0, B * h)
     return dq, dk, dv
