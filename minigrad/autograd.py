@@ -229,8 +229,9 @@ class SliceGrad:
 
     The backward of a slice `x[index]` (basic indexing: no index repeats an element) returns one.
     The walk then adds `value` into place in x's gradient. A dense array of zeros per slice would
-    cost a full pass over x's shape for each slice: splitting (B, T, 3C) into q, k and v would write
-    three (B, T, 3C) arrays and add them up, instead of filling one."""
+    cost a full pass over x's shape for each slice: three slices of x would write three arrays of
+    x's shape and add them up, instead of filling one. (`split` and `unbind`, which cut a tensor
+    into all of its pieces at once, are single ops with several outputs instead.)"""
 
     __slots__ = ("index", "value")
 
