@@ -18,13 +18,13 @@ result, and `unbroadcast` sums it back to the input's shape (broadcasting copies
 places, so its gradient adds the copies up).
 """
 import contextlib
+import functools
+import importlib
 import os
 import traceback
 import weakref
 
 import numpy as np
-
-_tensor = None  # the module minigrad.tensor; it imports this one, and sets this when it loads
 
 _grad_enabled = True
 _anomaly_mode = False
@@ -163,8 +163,8 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs, **params):
-        Tensor = _tensor.Tensor
-        inputs = tuple([x if isinstance(x, Tensor) else _tensor.as_tensor(x) for x in inputs])
+        tensor = _tensor_module()
+        inputs = tuple([x if isinstance(x, tensor.Tensor) else tensor.as_tensor(x) for x in inputs])
         needs = tuple([t._requires_grad for t in inputs]) if _grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)
         ctx.fn = cls
@@ -176,7 +176,7 @@ class Function:
             return _several_outputs(ctx, inputs, data)
         if _anomaly_mode:
             _check_finite(ctx, [data], "forward")
-        out = _output_tensor(data, inputs, any(needs))
+        out = _output_tensor(tensor.Tensor, data, inputs, any(needs))
         if out.requires_grad:
             ctx.inputs = inputs
             ctx.versions = tuple([_root(t)._version for t in inputs])
@@ -185,10 +185,20 @@ class Function:
         return out
 
 
-def _output_tensor(data, inputs, requires_grad):
+@functools.cache
+def _tensor_module():
+    """The module minigrad.tensor, imported on first use. Function.apply makes Tensors, but it
+    cannot import tensor.py at the top of this file: tensor.py imports ops.py, which imports this
+    module for `Function`."""
+    return importlib.import_module(".tensor", __package__)
+
+
+def _output_tensor(Tensor, data, inputs, requires_grad):
+    """A Tensor of `data`, the output of an op on `inputs`; a view shares the version count of
+    the input it views."""
     if not isinstance(data, np.ndarray):
         data = np.asarray(data)
-    out = _tensor.Tensor._from_op(data, requires_grad)
+    out = Tensor._from_op(data, requires_grad)
     if data.base is not None:  # a view (reshape, transpose, slice): share the version count
         for t in inputs:
             if np.may_share_memory(data, t.data):
@@ -201,7 +211,8 @@ def _several_outputs(ctx, inputs, arrays):
     """Function.apply for a forward that returned a tuple of arrays: a tuple of tensors."""
     if _anomaly_mode:
         _check_finite(ctx, arrays, "forward")
-    outs = tuple(_output_tensor(a, inputs, any(ctx.needs_input_grad)) for a in arrays)
+    Tensor = _tensor_module().Tensor
+    outs = tuple(_output_tensor(Tensor, a, inputs, any(ctx.needs_input_grad)) for a in arrays)
     if outs and outs[0].requires_grad:
         ctx.inputs = inputs
         ctx.versions = tuple([_root(t)._version for t in inputs])

@@ -8,7 +8,6 @@
 Every method that computes something calls an op from `ops.py` through `Function.apply`.
 """
 import numbers
-import sys
 
 import numpy as np
 
@@ -596,5 +595,3 @@ def rand(*shape, dtype=DEFAULT_FLOAT, requires_grad=False):
     """Uniform samples in [0, 1) from minigrad's seeded generator."""
     return Tensor(generator().random(_shape(shape)).astype(dtype), requires_grad=requires_grad)
 
-
-autograd._tensor = sys.modules[__name__]  # Function.apply makes Tensors (a module-level import would be circular)
