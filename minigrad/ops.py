@@ -450,15 +450,6 @@ class Contiguous(Function):
         return g  # the values are unchanged, so is their gradient
 
 
-def _normalize_index(index):
-    from .tensor import Tensor
-
-    items = index if isinstance(index, tuple) else (index,)
-    items = tuple(x.data if isinstance(x, Tensor) else x for x in items)
-    items = tuple(np.asarray(x) if isinstance(x, list) else x for x in items)
-    return items
-
-
 class GetItem(Function):
     @staticmethod
     def forward(ctx, a, index):

@@ -402,7 +402,7 @@ class Tensor:
         return self.expand(tuple(shape))
 
     def __getitem__(self, index):
-        return ops.GetItem.apply(self, index=ops._normalize_index(index))
+        return ops.GetItem.apply(self, index=_index_items(index))
 
     def split(self, split_size_or_sections, axis=0):
         """Pieces of `split_size` along `axis` (the last may be smaller), or of the listed sizes."""
@@ -488,6 +488,16 @@ def _constant_like(x, other):
     if isinstance(x, (numbers.Number, np.generic)) and isinstance(other, Tensor) and other.data.dtype.kind == "f":
         return Tensor._from_op(np.asarray(x, dtype=other.data.dtype), False)
     return Tensor(x)
+
+
+# ---------------------------------------------------------------------- indexing
+def _index_items(index):
+    """An index for `x[index]` as the tuple of numpy index items that GetItem takes: tensors
+    become their arrays, lists become index arrays."""
+    items = index if isinstance(index, tuple) else (index,)
+    items = tuple(x.data if isinstance(x, Tensor) else x for x in items)
+    return tuple(np.asarray(x) if isinstance(x, list) else x for x in items)
+
 
 
 # ---------------------------------------------------------------------- functions on tensors
