@@ -14,9 +14,9 @@ Notation in the update-rule comments: θ is a parameter, g its gradient, lr the 
 λ the weight decay, t the step number (1, 2, ...).
 
 An update changes `p.data` in place (numpy's `out=` and `-=`, or Adam's kernel), so a model that
-holds the parameter sees the new values, and it bumps `p._version`, so autograd can tell that a
-tensor saved for a backward pass was changed afterwards. The arithmetic runs in the parameter's
-dtype: a float32 model stays float32, and so do the optimizer's buffers.
+holds the parameter sees the new values, and it counts the change (`p._bump()`), so autograd
+can tell that a tensor saved for a backward pass was changed afterwards. The arithmetic runs in
+the parameter's dtype: a float32 model stays float32, and so do the optimizer's buffers.
 """
 import math
 
@@ -223,7 +223,7 @@ class SGD(Optimizer):
                 work = self._work_array(p)
                 np.multiply(g, lr, out=work)                        # θ ← θ − lr·g
                 p.data -= work
-                p._version += 1
+                p._bump()
 
 
 class Adam(Optimizer):
@@ -266,7 +266,7 @@ class Adam(Optimizer):
                 #   θ ← θ − lr·m̂ / (√v̂ + eps)   with m̂ = m / (1 − β1^t), v̂ = v / (1 − β2^t)
                 kernels.adam_update(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"],
                                     lr, beta1, beta2, eps, wd, self._decoupled, state["step"])
-                p._version += 1
+                p._bump()
 
 
 class AdamW(Adam):

@@ -132,13 +132,21 @@ class Tensor:
         return self
 
     # ------------------------------------------------------------------ in-place updates
-    def _bump(self, op):
+    def _bump(self):
+        """Count one in-place change of this tensor's values (see autograd._check_versions). The
+        count lives on the tensor that owns the memory, so a view and its base see each other's
+        changes. Optimizer steps, weight init and load_state_dict call this after writing `.data`."""
+        (self if self._base is None else self._base)._version += 1
+
+    def _inplace(self, op):
+        """Before the in-place method `op` changes this tensor: refuse a leaf that requires grad
+        while gradients are recorded (its graph would silently go wrong), then count the change."""
         if self.requires_grad and self._ctx is None and autograd.is_grad_enabled():
             raise RuntimeError(
                 f"{op}: a leaf tensor that requires grad cannot be changed in place while gradients are "
                 "recorded; wrap the update in `with minigrad.no_grad():`"
             )
-        (self if self._base is None else self._base)._version += 1
+        self._bump()
 
     def assign(self, values):
         """Replace the values in place (same shape and dtype): `p.assign(new)`. Counts as a change
@@ -146,27 +154,27 @@ class Tensor:
         values = np.asarray(getattr(values, "data", values))
         if values.shape != self.shape:
             raise ValueError(f"assign: got shape {values.shape}, expected {self.shape}")
-        self._bump("assign")
+        self._inplace("assign")
         self.data[...] = values
         return self
 
     def zero_(self):
-        self._bump("zero_")
+        self._inplace("zero_")
         self.data[...] = 0
         return self
 
     def fill_(self, value):
-        self._bump("fill_")
+        self._inplace("fill_")
         self.data[...] = value
         return self
 
     def add_(self, other, alpha=1.0):
-        self._bump("add_")
+        self._inplace("add_")
         self.data += alpha * np.asarray(getattr(other, "data", other), dtype=self.dtype)
         return self
 
     def mul_(self, other):
-        self._bump("mul_")
+        self._inplace("mul_")
         self.data *= np.asarray(getattr(other, "data", other), dtype=self.dtype)
         return self
 

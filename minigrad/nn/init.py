@@ -10,7 +10,7 @@ from ..random import generator
 
 def _fill(tensor, values):
     tensor.data[...] = values
-    tensor._version += 1
+    tensor._bump()
     return tensor
 
 

@@ -172,7 +172,7 @@ class Module:
         for k, t in own.items():
             if k in state_dict:
                 t.data = np.array(getattr(state_dict[k], "data", state_dict[k]), dtype=t.dtype)
-                t._version += 1
+                t._bump()
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ printing
