@@ -327,7 +327,36 @@ def _check_versions(ctx, output):
 
 
 def backward(root, grad=None, retain_graph=False):
-    """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad."""
+    """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad.
+
+    The walk visits the graph from `root` back to the leaves, each tensor after every op that used
+    it: it takes the tensor's summed gradient, hands it to the backward of the op that made the
+    tensor, and adds what that returns into the sums of the op's inputs."""
+    grads = {id(root): _root_grad(root, grad)}  # id(tensor) -> d(root)/d(tensor) summed so far
+    owned = set()  # ids whose array in `grads` this walk allocated, so it may add into it in place
+    order = _topological_order(root)
+    waiting = _outputs_to_come(order)
+    for node in reversed(order):
+        g = grads.pop(id(node), None)
+        _store_grad(node, g, id(node) in owned)
+        ctx = node._ctx
+        output_grads = None if ctx is None else _gather_output_grads(waiting, ctx, node, g)
+        if output_grads is None:
+            continue  # a leaf, an op no gradient reached, or an op with outputs still to come
+        if ctx.inputs is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        _check_versions(ctx, node)
+        input_grads = _call_backward(ctx, output_grads)
+        for i, (parent, pg) in enumerate(zip(ctx.inputs, input_grads)):
+            if pg is not None and parent.requires_grad:
+                _accumulate(grads, owned, parent, pg, ctx, i)
+        if not retain_graph:
+            ctx.inputs = None  # free the graph behind this op, and the arrays its forward saved
+            ctx.saved_tensors = ()
+
+
+def _root_grad(root, grad):
+    """The gradient the walk starts from: d(root)/d(root) = 1 for a scalar, else `grad`."""
     if not root.requires_grad:
         raise RuntimeError(
             "backward: this tensor does not require grad and has no graph "
@@ -346,82 +375,88 @@ def backward(root, grad=None, retain_graph=False):
             raise ValueError(f"backward: grad has shape {grad.shape}, expected the output's shape {root.shape}")
     if root._ctx is not None and root._ctx.inputs is None:
         raise RuntimeError(_FREED_MESSAGE)
+    return grad
 
-    grads = {id(root): grad}  # id(tensor) -> d(root)/d(tensor) summed so far
-    owned = set()  # ids whose array in `grads` was allocated here, so it may be updated in place
-    order = _topological_order(root)
-    # an op with several outputs runs its backward once, at the last of its outputs in the walk:
-    # id(ctx) -> [gradient of each output (None: none yet), how many of its outputs are to come]
+
+def _store_grad(node, g, owned):
+    """Keep g in `node.grad` if node is a leaf or called retain_grad(): set it, or add to what an
+    earlier backward left there. `owned`: g was allocated by this walk, so .grad may keep it as
+    is; otherwise it may be shared (Add's backward returns g twice) and .grad gets a copy."""
+    if g is None or not (node._ctx is None or node._retains_grad):
+        return
+    if node.grad is not None:
+        node.grad = node.grad + g
+    else:
+        node.grad = g if owned else g.copy()
+
+
+def _call_backward(ctx, output_grads):
+    """ctx.fn.backward, checked: one gradient (or None) per input, and under detect_anomaly() no
+    NaN or Inf among them."""
+    input_grads = ctx.fn.backward(ctx, *output_grads)
+    if not isinstance(input_grads, tuple):
+        input_grads = (input_grads,)
+    if len(input_grads) != len(ctx.inputs):
+        raise RuntimeError(
+            f"{ctx.name}.backward returned {len(input_grads)} gradients for {len(ctx.inputs)} inputs"
+        )
+    if _anomaly_mode:
+        _check_finite(ctx, input_grads, "backward")
+    return input_grads
+
+
+def _accumulate(grads, owned, parent, pg, ctx, i):
+    """Add pg, the gradient that input i of ctx's op gets, into grads[id(parent)].
+
+    pg is made to fit first: a SliceGrad is added into place; a gradient shaped like a broadcast
+    output is summed down to the input's shape (`unbroadcast`) and cast to the input's dtype.
+    The first gradient of a tensor is kept as it comes (it may be shared, so not ours to change);
+    the second makes a new array, the walk's own, into which the next ones are added in place."""
+    key = id(parent)
+    if isinstance(pg, SliceGrad):
+        if key not in grads:
+            grads[key] = pg.dense(parent.data)
+        else:
+            if key not in owned:
+                grads[key] = grads[key].astype(parent.dtype, copy=True)
+            grads[key][pg.index] += pg.value
+        owned.add(key)
+        return
+    if not isinstance(pg, np.ndarray):
+        pg = np.asarray(pg)
+    if pg.shape != parent.data.shape:
+        pg = unbroadcast(pg, parent.data.shape, f"{ctx.name}.backward: gradient for input {i}")
+    if pg.dtype != parent.data.dtype:
+        pg = pg.astype(parent.data.dtype)
+    if key not in grads:
+        grads[key] = pg
+    elif key in owned:
+        grads[key] += pg
+    else:
+        grads[key] = grads[key] + pg
+        owned.add(key)
+
+
+# ----------------------------------------------------------------------------- ops with several outputs
+def _outputs_to_come(order):
+    """An op with several outputs runs its backward once, at the last of its outputs in the walk.
+    Returns id(ctx) -> [the gradient of each output (None: none yet), how many outputs are to come]."""
     waiting = {}
     for node in order:
         if node._ctx is not None and node._ctx.outputs is not None:
             waiting.setdefault(id(node._ctx), [[None] * len(node._ctx.outputs), 0])[1] += 1
-    for node in reversed(order):
-        g = grads.pop(id(node), None)
-        if g is not None and (node._retains_grad or node._ctx is None):
-            if node.grad is not None:
-                node.grad = node.grad + g
-            else:
-                node.grad = g if id(node) in owned else g.copy()
-        ctx = node._ctx
-        if ctx is None:
-            continue
-        if ctx.outputs is None:  # the usual op, with one output
-            if g is None:
-                continue
-            output_grads = (g,)
-        else:  # one of several outputs
-            output_grads = _gather_output_grads(waiting, ctx, node, g)
-            if output_grads is None:
-                continue
-        if ctx.inputs is None:
-            raise RuntimeError(_FREED_MESSAGE)
-        _check_versions(ctx, node)
-        input_grads = ctx.fn.backward(ctx, *output_grads)
-        if not isinstance(input_grads, tuple):
-            input_grads = (input_grads,)
-        if len(input_grads) != len(ctx.inputs):
-            raise RuntimeError(
-                f"{ctx.name}.backward returned {len(input_grads)} gradients for {len(ctx.inputs)} inputs"
-            )
-        if _anomaly_mode:
-            _check_finite(ctx, input_grads, "backward")
-        for i, (parent, pg) in enumerate(zip(ctx.inputs, input_grads)):
-            if pg is None or not parent.requires_grad:
-                continue
-            key = id(parent)
-            if isinstance(pg, SliceGrad):  # add the slice into place (see SliceGrad)
-                if key not in grads:
-                    grads[key] = pg.dense(parent.data)
-                else:
-                    if key not in owned:
-                        grads[key] = grads[key].astype(parent.dtype, copy=True)
-                    grads[key][pg.index] += pg.value
-                owned.add(key)
-                continue
-            if not isinstance(pg, np.ndarray):
-                pg = np.asarray(pg)
-            if pg.shape != parent.data.shape:
-                pg = unbroadcast(pg, parent.data.shape, f"{ctx.name}.backward: gradient for input {i}")
-            if pg.dtype != parent.data.dtype:
-                pg = pg.astype(parent.data.dtype)
-            key = id(parent)
-            if key not in grads:
-                grads[key] = pg  # may be shared with another gradient (Add returns g twice): not ours to change
-            elif key in owned:
-                grads[key] += pg  # a sum this walk allocated: add in place
-            else:
-                grads[key] = grads[key] + pg
-                owned.add(key)
-        if not retain_graph:
-            ctx.inputs = None
-            ctx.saved_tensors = ()
+    return waiting
 
 
 def _gather_output_grads(waiting, ctx, node, g):
-    """Note g, the gradient of `node`, one of the outputs of `ctx`. At the last of ctx's outputs in
-    the walk, return the gradients of all of them (zeros for outputs the loss does not use; None if
-    it uses none); before that, return None: ctx's backward has to wait."""
+    """The gradients to call ctx's backward with, now that the walk is at `node`, an output of ctx
+    whose gradient is g; or None if the backward is not to run (yet).
+
+    An op with one output runs as soon as its output has a gradient: (g,). An op with several runs
+    at the last of them in the walk, with the gradients of all (zeros for outputs the loss does not
+    use; None if it uses none)."""
+    if ctx.outputs is None:
+        return None if g is None else (g,)
     entry = waiting[id(ctx)]
     entry[0][_output_index(ctx, node)] = g
     entry[1] -= 1
@@ -434,4 +469,3 @@ _FREED_MESSAGE = (
     "backward: this graph was already used by a backward pass and its saved values were freed. "
     "Call backward(retain_graph=True) the first time to backpropagate through it again."
 )
-
