@@ -1,9 +1,17 @@
-"""Hypothesis strategies for shapes, and the value helpers the engine tests share.
+"""Hypothesis strategies for shapes, the value helpers the engine tests share, and the op table.
 
 Hypothesis draws shapes (and a seed); the values come from numpy's generator seeded with it, kept
 away from the points where an op is not differentiable (a central difference across a kink or a
 tie measures nothing useful).
+
+The op table (`OPS`, at the end) lists every elementwise op once, with its numpy reference, the
+inputs it is checked on and its tolerance: test_ops.py and test_properties.py derive their tests
+from it, so testing a new elementwise op is one more row.
 """
+import math
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -86,6 +94,14 @@ def leaf(array, dtype=None):
 
 
 # ----------------------------------------------------------------------------- the op check
+# gradient checks: float64 central differences are good to ~1e-9 at these sizes, so check much
+# tighter than gradcheck's defaults (rtol=1e-3), so that a gradient off by 0.1% fails too
+TIGHT = {"atol": 1e-7, "rtol": 1e-5}
+
+# ops computed by a kernel (numba by default) may sum in another order than numpy: still tight
+KERNEL_RTOL = 1e-10
+
+
 def check_op(fn, reference, *arrays, rtol=1e-12, atol=1e-12, **gradcheck_options):
     """Forward of `fn` on float64 tensors equals `reference` on the arrays, and backward passes
     a gradient check (every element of every input, random upstream gradient)."""
@@ -97,15 +113,13 @@ def check_op(fn, reference, *arrays, rtol=1e-12, atol=1e-12, **gradcheck_options
     assert out.shape == expected.shape, f"shape {out.shape}, numpy gives {expected.shape}"
     np.testing.assert_allclose(out.numpy(), expected, rtol=rtol, atol=atol)
     assert out.requires_grad
-    # float64 central differences are good to ~1e-9 here: check much tighter than gradcheck's
-    # defaults (rtol=1e-3), so that a gradient off by 0.1% fails too
-    gradcheck_options = {"atol": 1e-7, "rtol": 1e-5, **gradcheck_options}
+    gradcheck_options = {**TIGHT, **gradcheck_options}
     report = mg.gradcheck(fn, inputs, **gradcheck_options)
     assert report
     return out
 
 
-
+# ----------------------------------------------------------------------------- numpy references
 def softmax_reference(x, axis):
     """softmax in plain numpy, for comparing forward values."""
     e = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -115,3 +129,116 @@ def softmax_reference(x, axis):
 def log_softmax_reference(x, axis):
     s = x - x.max(axis=axis, keepdims=True)
     return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
+
+
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def gelu_reference(x):
+    """x Phi(x), with Phi(x) = erfc(-x / sqrt 2) / 2 (1 + erf(x / sqrt 2) would lose digits for x << 0)."""
+    return 0.5 * x * _erfc(-x / math.sqrt(2.0))
+
+
+def gelu_tanh_reference(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+# ----------------------------------------------------------------------------- the op table
+@dataclass(frozen=True)
+class Domain:
+    """The inputs on which an op is smooth and well conditioned, so that a central difference
+    measures its gradient, and a chain of such ops stays in range.
+
+    `sample(shape, seed)` draws values inside it (for two inputs: `sample(shape_a, shape_b, seed)`
+    gives a pair); `contains(values)` (or `contains(a, b)`) tells whether values lie inside it."""
+
+    text: str
+    sample: Callable
+    contains: Callable
+    arity: int = 1
+
+
+REAL = Domain("any x", normal, lambda v: True)
+POSITIVE = Domain("x > 0.2", positive, lambda v: v.min() > 0.2)  # samples in [0.5, 2]
+NONZERO = Domain("0.3 < |x| < 10", nonzero, lambda v: np.abs(v).min() > 0.3 and np.abs(v).max() < 10)
+POWER_BASE = Domain("0.2 < x < 4", positive, lambda v: v.min() > 0.2 and v.max() < 4)
+
+
+def within(limit):
+    """|x| < limit: for ops that grow fast (exp, powers); samples are normal values clipped inside."""
+    return Domain(f"|x| < {limit}", lambda shape, seed=0: np.clip(normal(shape, seed), -0.9 * limit, 0.9 * limit),
+                  lambda v: np.abs(v).max() < limit)
+
+
+def away(*kinks, gap=0.05):
+    """No value within `gap` of the points where the op has a kink (no derivative there)."""
+    return Domain(f"x not within {gap} of {kinks}", lambda shape, seed=0: away_from(shape, kinks, seed, gap=gap),
+                  lambda v: all(np.abs(v - k).min() > gap for k in kinks))
+
+
+def both(domain_a, domain_b):
+    """Two inputs, each in its own domain."""
+    return Domain(f"a: {domain_a.text}; b: {domain_b.text}",
+                  lambda shape_a, shape_b, seed=0: (domain_a.sample(shape_a, seed), domain_b.sample(shape_b, seed + 1)),
+                  lambda a, b: domain_a.contains(a) and domain_b.contains(b), arity=2)
+
+
+# maximum and minimum: no ties between the inputs (a tie splits the gradient, see test_ops.py)
+APART = Domain("|a - b| > 0.05", interleaved, lambda a, b: bool(np.all(np.abs(np.subtract(a, b)) > 0.05)), arity=2)
+
+
+class Op(NamedTuple):
+    name: str
+    fn: Callable  # minigrad: tensors in, a tensor out
+    reference: Callable  # numpy: float64 arrays in, an array out
+    domain: Domain  # the inputs it is checked on
+    rtol: float = 1e-12  # forward against the reference, in float64
+
+
+OPS = [
+    # one input
+    Op("tanh", lambda x: x.tanh(), np.tanh, REAL),
+    Op("sigmoid", lambda x: x.sigmoid(), lambda x: 1.0 / (1.0 + np.exp(-x)), REAL),
+    Op("sin", lambda x: x.sin(), np.sin, REAL),
+    Op("cos", lambda x: x.cos(), np.cos, REAL),
+    Op("gelu", lambda x: x.gelu(), gelu_reference, within(20), KERNEL_RTOL),
+    Op("gelu_none", lambda x: x.gelu(approximate="none"), gelu_reference, within(20), KERNEL_RTOL),
+    Op("gelu_tanh", lambda x: x.gelu(approximate="tanh"), gelu_tanh_reference, within(20), KERNEL_RTOL),
+    Op("exp", lambda x: x.exp(), np.exp, within(3)),
+    Op("log", lambda x: x.log(), np.log, POSITIVE),
+    Op("sqrt", lambda x: x.sqrt(), np.sqrt, POSITIVE),
+    Op("pow_2", lambda x: x ** 2, np.square, within(5)),
+    Op("pow_3", lambda x: x ** 3, lambda x: x ** 3, within(3)),
+    Op("pow_half", lambda x: x ** 0.5, np.sqrt, POSITIVE),
+    Op("pow_negative", lambda x: x ** -1.5, lambda x: x ** -1.5, POSITIVE),
+    Op("rpow", lambda x: 2 ** x, lambda x: 2.0 ** x, within(10)),
+    Op("rpow_float", lambda x: 1.5 ** x, lambda x: 1.5 ** x, within(10)),
+    Op("rdiv_scalar", lambda x: 1 / x, lambda x: 1 / x, NONZERO),
+    Op("abs", lambda x: x.abs(), np.abs, away(0.0)),
+    Op("relu", lambda x: x.relu(), lambda x: np.maximum(x, 0.0), away(0.0)),
+    Op("clip", lambda x: x.clip(-0.5, 0.7), lambda x: np.clip(x, -0.5, 0.7), away(-0.5, 0.7)),
+    Op("clip_min", lambda x: x.clip(min=0.2), lambda x: np.maximum(x, 0.2), away(0.2)),
+    Op("clip_max", lambda x: x.clip(max=-0.3), lambda x: np.minimum(x, -0.3), away(-0.3)),
+    Op("maximum_scalar", lambda x: x.maximum(0.1), lambda x: np.maximum(x, 0.1), away(0.1)),
+    Op("minimum_scalar", lambda x: x.minimum(0.1), lambda x: np.minimum(x, 0.1), away(0.1)),
+    Op("affine", lambda x: 0.5 * x - 1.5, lambda x: 0.5 * x - 1.5, REAL),
+    Op("add_scalar", lambda x: x + 2, lambda x: x + 2, REAL),
+    Op("radd_scalar", lambda x: 2.5 + x, lambda x: 2.5 + x, REAL),
+    Op("sub_scalar", lambda x: x - 2, lambda x: x - 2, REAL),
+    Op("rsub_scalar", lambda x: 2 - x, lambda x: 2 - x, REAL),
+    Op("mul_scalar", lambda x: x * 3, lambda x: x * 3, REAL),
+    Op("rmul_scalar", lambda x: -0.5 * x, lambda x: -0.5 * x, REAL),
+    Op("div_scalar", lambda x: x / 4, lambda x: x / 4, REAL),
+    Op("neg", lambda x: -x, np.negative, REAL),
+    # two inputs, of shapes that broadcast together
+    Op("add", lambda a, b: a + b, np.add, both(REAL, REAL)),
+    Op("sub", lambda a, b: a - b, np.subtract, both(REAL, REAL)),
+    Op("mul", lambda a, b: a * b, np.multiply, both(within(10), within(10))),
+    Op("div", lambda a, b: a / b, np.divide, both(within(10), NONZERO)),
+    Op("pow", lambda a, b: a ** b, np.power, both(POWER_BASE, within(2.5))),
+    Op("maximum", lambda a, b: a.maximum(b), np.maximum, APART),
+    Op("minimum", lambda a, b: a.minimum(b), np.minimum, APART),
+    Op("mg.maximum", lambda a, b: mg.maximum(a, b), np.maximum, APART),
+]
+UNARY_OPS = {op.name: op for op in OPS if op.domain.arity == 1}
+BINARY_OPS = {op.name: op for op in OPS if op.domain.arity == 2}
