@@ -1,7 +1,6 @@
 """What every demo shares: argument parsing defaults, seeding, progress bars, a text corpus that
 needs no download, and plots."""
 import argparse
-import os
 import time
 
 import minigrad
@@ -58,13 +57,6 @@ def builtin_corpus(min_chars=200_000):
     while len(text) < min_chars:
         text += "\n\n" + text
     return text
-
-
-def shared_data_path(name):
-    """`../shared/data/NAME` next to the repository, if it exists (benchmarks only)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = os.path.join(here, "..", "..", "shared", "data", name)
-    return os.path.normpath(path) if os.path.exists(path) else None
 
 
 def plot_losses(history, path, title="loss"):

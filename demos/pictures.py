@@ -19,6 +19,7 @@ from minigrad import viz
 from minigrad.nn import functional as F
 from transformer import EncoderLayer, sinusoidal_positional_encoding
 
+from . import copy_task
 from .common import Timer, parser, plot_losses, seed_everything
 
 
@@ -131,19 +132,18 @@ def draw_all(out_dir, model=None, example=None, history=None):
 def build_parser():
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--out", default="out/pictures", help="folder for the pictures")
-    p.add_argument("--steps", type=int, default=500, help="training steps of the copy model whose attention is drawn")
+    p.add_argument("--steps", type=int, default=copy_task.SMALL_STEPS,
+                   help="training steps of the copy model whose attention is drawn")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    from .tour import copy_example, train_copy  # the tour trains the model the pictures show
-
     seed_everything(args.seed)
     with Timer() as timer:
-        result = train_copy(args.steps, args.seed, quiet=args.quiet)
-        paths = draw_all(args.out, result["model"], copy_example(result), result["history"])
+        result = copy_task.train_small(args.steps, args.seed, quiet=args.quiet)  # the tour's copy model
+        paths = draw_all(args.out, result["model"], copy_task.attention_example(result), result["history"])
     for path in paths:
         print(f"  {path}")
     print(f"pictures: {len(paths)} files in {args.out} in {timer.seconds:.1f} s "

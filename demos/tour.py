@@ -1,6 +1,6 @@
 """The guided tour: the lesson's numbers, a gradient check of every layer, a Transformer learning.
 
-    python -m demos.tour                # about a minute on two CPU cores
+    python -m demos.tour                # the whole tour
     python -m demos.tour --quick        # every step, with a tiny training run
 
 1. The worked examples of "Attention Is All You Need", computed by minigrad: scaled dot-product
@@ -38,11 +38,7 @@ from transformer import (
 from . import copy_task
 from .common import Timer, parser, progress, seed_everything
 
-# the copy task, small enough to learn in seconds: one encoder and one decoder layer. With these
-# settings held-out exact match reaches 100% within about 400 steps; 500 leaves a margin.
-COPY_SETTINGS = ["--num-layers", "1", "--d-model", "32", "--num-heads", "2", "--d-ff", "64",
-                 "--batch-size", "64", "--lr", "5e-3", "--warmup", "20", "--eval-size", "500"]
-COPY_STEPS, QUICK_COPY_STEPS = 500, 30
+QUICK_COPY_STEPS = 30  # --quick: the copy model trains this long instead of copy_task.SMALL_STEPS
 
 
 def build_parser():
@@ -223,76 +219,15 @@ def _relative_error(input_report, floor=1e-5):
 
 
 # ====================================================================== 3. the copy task
-def train_copy(steps, seed, quiet=False, eval_every=25):
-    """Train demos.copy_task's encoder-decoder with COPY_SETTINGS, keeping a loss history.
-
-    Returns {"model", "history": [(step, train_loss, val_loss)], "exact_match", "held_out",
-    "decoded", "seconds", "loss"}."""
-    args = copy_task.build_parser().parse_args(COPY_SETTINGS + ["--steps", str(steps), "--seed", str(seed)])
-    if steps < 100:  # --quick: a tiny run, a tiny held-out set
-        args.eval_size = 50
-    args.warmup = min(args.warmup, args.steps)
-    seed_everything(args.seed)
-    rng = minigrad.random.generator()
-    model = Transformer(args.vocab, args.vocab, d_model=args.d_model, num_heads=args.num_heads,
-                        num_layers=args.num_layers, d_ff=args.d_ff, dropout=args.dropout, max_len=64)
-    optimizer = optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
-    schedule = optim.WarmupCosineLR(optimizer, args.warmup, args.steps, min_lr=args.lr / 10)
-    # held-out sequences from their own random stream (9^9 possible sequences: a repeat is unlikely,
-    # and the check below drops any that training happened to see)
-    held_src, held_tgt = copy_task.make_batch(np.random.default_rng(args.seed + 1), args.eval_size,
-                                              args.seq_len, args.vocab, args.task)
-
-    def loss_on(src, tgt):  # teacher forcing: the decoder reads tgt[:-1] and predicts tgt[1:]
-        return F.cross_entropy(model(minigrad.tensor(src), minigrad.tensor(tgt[:, :-1])), tgt[:, 1:])
-
-    def validation_loss():
-        model.eval()
-        with minigrad.no_grad():
-            value = loss_on(held_src, held_tgt).item()
-        model.train()
-        return value
-
-    history, seen = [], set()
-    with Timer() as timer:
-        bar = progress(range(1, args.steps + 1), desc="copy task", disable=quiet)
-        for step in bar:
-            src, tgt = copy_task.make_batch(rng, args.batch_size, args.seq_len, args.vocab, args.task)
-            seen.update(map(bytes, src.astype(np.uint8)))
-            loss = loss_on(src, tgt)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            schedule.step()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
-            if step % eval_every == 0 or step == args.steps:
-                history.append((step, loss.item(), validation_loss()))
-
-    unseen = np.array([bytes(s) not in seen for s in held_src.astype(np.uint8)])
-    accuracy, decoded = copy_task.exact_match(model, held_src[unseen], held_tgt[unseen])
-    return {"model": model, "history": history, "exact_match": accuracy, "held_out": int(unseen.sum()),
-            "src": held_src[unseen], "decoded": decoded, "seconds": timer.seconds, "loss": loss.item()}
-
-
-def token_label(t):
-    return "<s>" if t == copy_task.START else str(t)
-
-
-def copy_example(result):
-    """The first held-out sequence as (src, decoder input, labels, labels) for the attention maps."""
-    src = result["src"][0]
-    labels = [token_label(t) for t in src]
-    return src, src[:-1], labels, labels[:-1]  # the decoder reads the target without its last token
-
-
 def copy_lesson(steps, seed, quiet):
     heading(f"3. An encoder-decoder Transformer learns to copy ({steps} steps)")
     print("  sequences of 10 tokens: <s> then 9 symbols from 2..10; the target is the source itself.\n"
-          "  " + " ".join(COPY_SETTINGS))
-    result = train_copy(steps, seed, quiet=quiet)
+          "  " + " ".join(copy_task.SMALL_SETTINGS))
+    result = copy_task.train_small(steps, seed, quiet=quiet)
+    label = copy_task.token_label
     for src, out in zip(result["src"][:4], result["decoded"][:4]):
         mark = "ok" if np.array_equal(src, out[: len(src)]) else "WRONG"
-        print(f"  source {' '.join(map(token_label, src))}  ->  greedy decode {' '.join(map(token_label, out))}  {mark}")
+        print(f"  source {' '.join(map(label, src))}  ->  greedy decode {' '.join(map(label, out))}  {mark}")
     print(f"  exact match {100 * result['exact_match']:.1f}% of {result['held_out']} held-out sequences, "
           f"final loss {result['loss']:.4f}, {result['seconds']:.1f} s")
     return result
@@ -303,7 +238,8 @@ def pictures_lesson(out_dir, copy_result):
     from .pictures import draw_all  # matplotlib loads only when pictures are drawn
 
     heading(f"4. Pictures, in {out_dir}")
-    paths = draw_all(out_dir, copy_result["model"], copy_example(copy_result), copy_result["history"])
+    paths = draw_all(out_dir, copy_result["model"], copy_task.attention_example(copy_result),
+                     copy_result["history"])
     for path in paths:
         print(f"  {path}")
     print("  what to look for: in the cross-attention maps, the decoder position that has just read\n"
@@ -321,7 +257,7 @@ def main(argv=None):
         worked_positional()
         worked_practice()
         rows = gradient_check_table(args.quiet)
-        copy = copy_lesson(QUICK_COPY_STEPS if args.quick else COPY_STEPS, args.seed, args.quiet)
+        copy = copy_lesson(QUICK_COPY_STEPS if args.quick else copy_task.SMALL_STEPS, args.seed, args.quiet)
         pictures = [] if args.no_pictures else pictures_lesson(args.out, copy)
     passed = sum(row[4] for row in rows)
     print(f"\ntour: {passed}/{len(rows)} gradient checks ok; copy task exact match {100 * copy['exact_match']:.1f}% "
