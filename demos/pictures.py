@@ -24,7 +24,8 @@ from .common import Timer, parser, plot_losses, seed_everything
 
 
 def _pyplot():
-    """matplotlib's pyplot, drawing into files only (imported late: it takes a second to load)."""
+    """matplotlib's pyplot, drawing into files only (imported late: it is slow to load, and only
+    the pictures need it)."""
     import matplotlib
 
     matplotlib.use("Agg")
