@@ -11,7 +11,6 @@ kernel or its numpy twin.
 import numpy as np
 
 from . import kernels
-from .kernels import matmul as matmul_kernel  # bound now: `kernels.matmul` is also a submodule's name
 from .autograd import Function, SliceGrad
 from .random import generator
 
@@ -601,7 +600,7 @@ class Triangle(Function):
 def _mm(a, b, bias=None):
     """a @ b (+ bias): the matmul kernel for float operands, numpy for any others."""
     if a.dtype == b.dtype == (a.dtype if bias is None else bias.dtype) and a.dtype in (np.float32, np.float64):
-        return matmul_kernel(a, b, bias)
+        return kernels.gemm(a, b, bias)
     return np.matmul(a, b) if bias is None else np.matmul(a, b) + bias
 
 

@@ -1,46 +1,29 @@
 """Kernels: the hot loops, each as a numba kernel with a plain-numpy reference twin.
 
 The engine never calls numba or a ``*_numpy`` twin directly: it calls the functions below, which
-dispatch on the current backend.
+pick the twin of the current backend. ``softmax_forward`` runs ``softmax.softmax_forward_numba``
+or ``softmax.softmax_forward_numpy``, and so on: every function here names its file.
 
-- ``"numba"`` (default): compiled, parallel kernels from ``matmul.py``, ``softmax.py``, ...
-- ``"numpy"``: the reference twins, short numpy code that is easy to read and to debug.
+- ``"numba"`` (default): compiled kernels from ``matmul.py``, ``softmax.py``, ...; large ones run
+  on minigrad's threads (``_parallel.py``).
+- ``"numpy"``: the reference twins, short numpy code that is easy to read and to debug. This
+  backend imports no numba and compiles nothing.
 
 Choose with the environment variable ``MINIGRAD_BACKEND=numpy`` before import, or at run time
 with ``minigrad.set_backend("numpy")``; ``minigrad.get_backend()`` tells which is in use.
-The kernel modules (and numba with them) are imported when a kernel is first called.
+A kernel file (and numba with it) is imported when one of its kernels is first called.
 """
 import importlib
 import os
+
+from ._parallel import get_num_threads, set_num_threads
 
 BACKENDS = ("numba", "numpy")
 _backend = os.environ.get("MINIGRAD_BACKEND", "numba").strip().lower() or "numba"
 if _backend not in BACKENDS:
     raise ValueError(f"MINIGRAD_BACKEND={_backend!r}: expected one of {BACKENDS}")
 
-# name the engine calls -> module that defines `<name>_numpy` and `<name>_numba`
-_KERNELS = {
-    "matmul": "matmul",
-    "softmax_forward": "softmax",
-    "softmax_backward": "softmax",
-    "log_softmax_forward": "softmax",
-    "log_softmax_backward": "softmax",
-    "masked_softmax_forward": "softmax",
-    "masked_softmax_backward": "softmax",
-    "layer_norm_forward": "layernorm",
-    "layer_norm_backward": "layernorm",
-    "gelu_forward": "gelu",
-    "gelu_backward": "gelu",
-    "cross_entropy_forward": "cross_entropy",
-    "cross_entropy_backward": "cross_entropy",
-    "adam_update": "adam",
-    "attention_forward": "attention",
-    "attention_backward": "attention",
-    "embedding_backward": "embedding",
-    "sum_rows": "reduce",
-    "sum_squares": "reduce",
-}
-_table = {}
+_chosen = {}  # kernel name -> the function that computes it on the current backend
 
 
 def get_backend():
@@ -55,7 +38,7 @@ def set_backend(name):
     if name not in BACKENDS:
         raise ValueError(f"set_backend: unknown backend {name!r}; expected one of {BACKENDS}")
     _backend = name
-    _table.clear()
+    _chosen.clear()
 
 
 class use_backend:
@@ -72,27 +55,163 @@ class use_backend:
         set_backend(self.previous)
 
 
-def implementation(name, backend=None):
-    """The function that computes kernel `name` on `backend` (default: the current one)."""
-    backend = backend or _backend
-    module = importlib.import_module(f"{__name__}.{_KERNELS[name]}")
-    # importing submodule `matmul` sets the package attribute `matmul` to that module; put the
-    # dispatcher back (the engine itself binds the dispatchers at import, see ops.py)
-    globals()[name] = _dispatchers[name]
-    return getattr(module, f"{name}_{backend}")
+def implementation(name, backend=None, file=None):
+    """The function that computes kernel `name` on `backend` (default: the current one):
+    ``<name>_<backend>`` from the kernel file (by default the one that :data:`FILES` names)."""
+    module = importlib.import_module(f"{__name__}.{file or FILES[name]}")
+    return getattr(module, f"{name}_{backend or _backend}")
 
 
-def _dispatcher(name):
-    def call(*args, **kwargs):
-        fn = _table.get(name)
-        if fn is None:
-            fn = _table[name] = implementation(name)
-        return fn(*args, **kwargs)
-
-    call.__name__ = name
-    call.__doc__ = f"Compute `{name}` on the current backend (see `{_KERNELS[name]}.py`)."
-    return call
+def _run(name, *args, **kwargs):
+    fn = _chosen.get(name)
+    if fn is None:
+        fn = _chosen[name] = implementation(name)
+    return fn(*args, **kwargs)
 
 
-_dispatchers = {name: _dispatcher(name) for name in _KERNELS}
-globals().update(_dispatchers)
+# kernel name -> the file that defines ``<name>_numba`` and ``<name>_numpy``
+FILES = {}
+
+
+def _kernel(file, name=None):
+    """Mark a function below as the dispatcher of kernel `name` (default: its own name) in `file`."""
+
+    def register(fn):
+        FILES[name or fn.__name__] = file
+        return fn
+
+    return register
+
+
+@_kernel("matmul", "matmul")
+def gemm(a, b, bias=None):
+    """a (*batch, M, K) @ b (*batch, K, N) (+ bias (N,)): ``matmul.matmul_numba`` / ``_numpy``.
+
+    (BLAS's name, "general matrix multiply"; the name ``matmul`` is the kernel file's.)"""
+    return _run("matmul", a, b, bias)
+
+
+@_kernel("softmax")
+def softmax_forward(x):
+    """y (R, N) = softmax of each row of x (R, N)."""
+    return _run("softmax_forward", x)
+
+
+@_kernel("softmax")
+def softmax_backward(y, g):
+    """dx (R, N) = y * (g - sum(g * y)) per row."""
+    return _run("softmax_backward", y, g)
+
+
+@_kernel("softmax")
+def log_softmax_forward(x):
+    """y (R, N) = log_softmax of each row of x (R, N)."""
+    return _run("log_softmax_forward", x)
+
+
+@_kernel("softmax")
+def log_softmax_backward(y, g):
+    """dx (R, N) = g - exp(y) * sum(g) per row."""
+    return _run("log_softmax_backward", y, g)
+
+
+@_kernel("softmax")
+def masked_softmax_forward(x, mask, scale):
+    """y (R, N) = softmax(where(mask, scale * x, -inf)) per row."""
+    return _run("masked_softmax_forward", x, mask, scale)
+
+
+@_kernel("softmax")
+def masked_softmax_backward(y, g, scale):
+    """dx (R, N) = scale * y * (g - sum(g * y)) per row."""
+    return _run("masked_softmax_backward", y, g, scale)
+
+
+@_kernel("layernorm")
+def layer_norm_forward(x, weight, bias, eps=1e-5):
+    """(y (R, D), mean (R,), rstd (R,)) of layer norm over each row of x (R, D)."""
+    return _run("layer_norm_forward", x, weight, bias, eps)
+
+
+@_kernel("layernorm")
+def layer_norm_backward(g, x, weight, mean, rstd):
+    """(dx (R, D), dweight (D,), dbias (D,)) of layer norm."""
+    return _run("layer_norm_backward", g, x, weight, mean, rstd)
+
+
+@_kernel("gelu")
+def gelu_forward(x, approximate=False):
+    """gelu(x), elementwise, exact or tanh-approximated."""
+    return _run("gelu_forward", x, approximate)
+
+
+@_kernel("gelu")
+def gelu_backward(x, g, approximate=False):
+    """dx = g * gelu'(x), elementwise."""
+    return _run("gelu_backward", x, g, approximate)
+
+
+@_kernel("cross_entropy")
+def cross_entropy_forward(logits, targets, ignore_index=-100, label_smoothing=0.0):
+    """(losses (R,), lse (R,)) of logits (R, V) against integer targets (R,)."""
+    return _run("cross_entropy_forward", logits, targets, ignore_index, label_smoothing)
+
+
+@_kernel("cross_entropy")
+def cross_entropy_backward(logits, targets, lse, grad_losses, ignore_index=-100, label_smoothing=0.0):
+    """dlogits (R, V) from the forward's logits, targets and lse and the gradient of the losses."""
+    return _run("cross_entropy_backward", logits, targets, lse, grad_losses, ignore_index, label_smoothing)
+
+
+@_kernel("attention")
+def attention_forward(q, k, v, mask, scale):
+    """(out, weights) of softmax(scale * q k^T, masked) v, for 4-D (B, h, T, d) arrays."""
+    return _run("attention_forward", q, k, v, mask, scale)
+
+
+@_kernel("attention")
+def attention_backward(g, q, k, v, weights, mask, scale):
+    """(dq, dk, dv) of scaled dot-product attention."""
+    return _run("attention_backward", g, q, k, v, weights, mask, scale)
+
+
+@_kernel("adam")
+def adam_update(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step):
+    """One Adam / AdamW step for one parameter, in place."""
+    return _run("adam_update", param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
+                decoupled, step)
+
+
+@_kernel("embedding")
+def embedding_backward(ids, g, num_embeddings):
+    """dweight (num_embeddings, D): the rows of g (N, D) added up by id."""
+    return _run("embedding_backward", ids, g, num_embeddings)
+
+
+@_kernel("reduce")
+def sum_rows(g):
+    """g (R, N) -> (N,): the sum of the rows (a Linear layer's bias gradient)."""
+    return _run("sum_rows", g)
+
+
+@_kernel("reduce")
+def sum_squares(x):
+    """x (N,) -> sum of x[i]^2 as a Python float, summed in float64."""
+    return _run("sum_squares", x)
+
+
+def describe():
+    """What the compiled kernels run on: a dict for benchmarks and bug reports. Imports numba."""
+    from . import _cpu, _jit
+
+    rows, cols, forced = _cpu.choose_tile()
+    return {
+        "backend": _backend,
+        "simd": _cpu.simd_family(),
+        "cpu": _jit.target_cpu_name(),
+        "tile": f"{rows}x{cols}" + (" (forced by MINIGRAD_MATMUL_TILE)" if forced else ""),
+        "threads": get_num_threads(),
+        "parallel": "minigrad thread pool (kernels/_parallel.py)",
+        "cache_dir": _jit.cache_dir(),
+    }
+

@@ -6,15 +6,24 @@ Two LLVM settings are read when numba is first imported, so they are set here, b
   feature list lets it use full 512-bit registers.
 Both are defaults only: a value already in the environment wins.
 
-Every kernel is compiled with ``cache=True`` so the second run of a program loads machine code from
-``__pycache__`` instead of compiling again.
+Every kernel is compiled with ``cache=True``: the second run of a program loads machine code
+instead of compiling again. numba keeps it in ``__pycache__`` beside the kernel files when that
+folder is writable, else in a per-user folder (``~/.cache/numba`` on Linux), so every install is
+warm on its second run. ``MINIGRAD_CACHE_DIR`` (or numba's ``NUMBA_CACHE_DIR``) picks another.
+
+Compiling takes seconds, once per CPU and version. When a kernel takes more than a second, one line
+on stderr says what is happening (``MINIGRAD_QUIET_COMPILE=1`` silences it).
 """
 import os
 import sys
+import threading
+import time
 
 
 def _configure_environment():
     os.environ.setdefault("NUMBA_SLP_VECTORIZE", "1")
+    if os.environ.get("MINIGRAD_CACHE_DIR"):
+        os.environ.setdefault("NUMBA_CACHE_DIR", os.environ["MINIGRAD_CACHE_DIR"])
     if "NUMBA_CPU_FEATURES" not in os.environ:
         try:
             import llvmlite.binding as llvm
@@ -35,7 +44,7 @@ def _configure_environment():
 _configure_environment()
 
 import numba  # noqa: E402
-from numba import prange  # noqa: E402,F401
+from numba.core import event  # noqa: E402
 
 FASTMATH = {"contract"}  # fused multiply-add, but no reordering of sums
 
@@ -48,11 +57,66 @@ def jit(*args, parallel=False, **kwargs):
     return numba.njit(*args, parallel=parallel, **kwargs)
 
 
-def n_threads():
-    """How many parts a parallel kernel cuts its work into: numba's thread count.
+def target_cpu_name():
+    """The CPU LLVM compiles for (``NUMBA_CPU_NAME``, else the host's), e.g. "znver3"."""
+    import llvmlite.binding as llvm
 
-    This reads the configured count rather than calling ``numba.get_num_threads()``, which costs
-    about 1.5 us per call here (it also makes the next parallel region slower to start): a tenth of
-    a small softmax. After ``numba.set_num_threads(1)`` the parts simply run one after the other.
+    return os.environ.get("NUMBA_CPU_NAME") or llvm.get_host_cpu_name()
+
+
+def cache_dir():
+    """Where numba keeps the compiled kernels (see the module docstring)."""
+    if numba.config.CACHE_DIR:
+        return numba.config.CACHE_DIR
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    try:
+        os.makedirs(here, exist_ok=True)
+        if os.access(here, os.W_OK):
+            return here
+    except OSError:
+        pass
+    from numba.misc.appdirs import AppDirs
+
+    return AppDirs("numba", appauthor=False).user_cache_dir
+
+
+class _CompileNotice(event.Listener):
+    """Says on stderr, once per kernel, that a compile is under way, if it lasts over a second.
+
+    numba reports each function it compiles, with the functions that one calls nested inside; only
+    the outermost is named. The line is printed from a timer while the compile runs, so a learner
+    is not left watching a progress bar that seems frozen.
     """
-    return numba.config.NUMBA_NUM_THREADS
+
+    def __init__(self, delay=1.0):
+        self.delay = delay
+        self.depth = 0
+        self.timer = None
+        self.lock = threading.Lock()
+        self.shown_header = False
+
+    def on_start(self, e):
+        with self.lock:
+            self.depth += 1
+            if self.depth == 1 and not os.environ.get("MINIGRAD_QUIET_COMPILE"):
+                name = getattr(getattr(e.data.get("dispatcher"), "py_func", None), "__module__", "") or ""
+                self.timer = threading.Timer(self.delay, self._say, (name.rsplit(".", 1)[-1], time.perf_counter()))
+                self.timer.daemon = True
+                self.timer.start()
+
+    def on_end(self, e):
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0 and self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+
+    def _say(self, kernel_file, started):
+        if not self.shown_header:
+            self.shown_header = True
+            print(f"minigrad: compiling kernels for this CPU ({target_cpu_name()}); once: later runs load "
+                  f"them from {cache_dir()}", file=sys.stderr, flush=True)
+        print(f"minigrad: compiling {kernel_file} ...", file=sys.stderr, flush=True)
+
+
+event.register("numba:compile", _CompileNotice())

@@ -16,15 +16,11 @@ step_size = lr / (1 - beta1^t) and sqrt(1 - beta2^t), so that per element
 
 The optimizer (``minigrad/optim.py``) calls this once per parameter. The numpy twin spells the
 formula out with whole-array operations, a dozen passes over memory. The compiled kernel reads
-p, g, m, v once and writes p, m, v once, in the parameter's dtype, 16 float32 lanes at a time on a
-CPU with AVX-512. Its cost, measured on one core here: about 0.5 ns per float32 element when the
-arrays are in L2 (the square root and division set the pace), 0.6-0.7 ns from L3, plus about 2 us
-per call for the Python wrapper and numba's dispatch.
+p, g, m, v once and writes p, m, v once, in the parameter's dtype, a SIMD register at a time (the
+square root and the division set the pace).
 
-It runs on one thread. Split over 2 threads (prange over chunks) it was 1.4x faster at 32K
-elements and 1.9x from 128K on idle cores, but with the other core busy a whole GPT step took 10x
-longer (a thread that waits for its time slice holds up the rest). The optimizer step is a small
-part of a training step: not worth that risk.
+It runs on one thread: the optimizer step is a small part of a training step, and each parameter
+is too small to pay for waking other threads.
 """
 
 import math
@@ -33,7 +29,6 @@ import numpy as np
 
 from ._jit import jit  # first: it sets LLVM options before numba is imported
 
-from numba import types  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------
 # Reference twin (numpy)
@@ -63,13 +58,8 @@ def adam_update_numpy(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, w
 # ---------------------------------------------------------------------------------------------------
 
 
-def _signature(dtype):
-    """Four C-contiguous 1-D arrays (param, grad, exp_avg, exp_avg_sq), then seven float64 scalars."""
-    return types.void(*[types.Array(dtype, 1, "C")] * 4, *[types.float64] * 7)
-
-
-# numba compiles these signatures when this module is imported (or loads them from its cache).
-@jit([_signature(types.float32), _signature(types.float64)], error_model="numpy")
+# Compiled the first time a dtype is used: the wrapper below passes exactly these types.
+@jit(error_model="numpy")
 def _adam_update(param, grad, exp_avg, exp_avg_sq, l2, decay, beta1, beta2, step_size, inv_root_bias2, eps):
     """One Adam step over 1-D arrays, in one pass. Both forms of weight decay run this loop:
     ``l2`` is wd for Adam (0 for AdamW), ``decay`` is 1 - lr * wd for AdamW (1 for Adam).

@@ -10,7 +10,7 @@ weights and a zero output.
 ``attention_*_numpy`` are the reference: the formula in a few lines of numpy.
 
 ``attention_*_numba`` do the same work one (batch, head) slice at a time, in parallel over the
-slices, with matmul.py's blocked kernel (``_matmul_block``) for every product:
+slices, with matmul.py's blocked kernel (``matmul_block``) for every product:
 
 - forward: S = Q K^T, written straight into the weights array; the masked softmax of scale * S,
   row by row; out = W V;
@@ -20,7 +20,7 @@ slices, with matmul.py's blocked kernel (``_matmul_block``) for every product:
       dQ = dS K,   dK = dS^T Q,   dV = W^T g
 
 Keys past the last allowed one of a row are skipped: the products S and dW compute, for each block
-of 8 rows, only the strips of 32 columns its rows need, and the softmax loops stop at each row's
+of MR rows, only the strips of NR columns its rows need, and the softmax loops stop at each row's
 end (rounded up to whole SIMD vectors). A causal mask so saves about a quarter of those products
 at T = 64 and half of the softmax. (The backward reads the rows' ends from the same mask: past the
 last allowed key the weights are zero, and so is every term. A mask shared by all the slices, like
@@ -34,15 +34,16 @@ numpy twin is quick, and compiling a float64 version would add seconds to numba'
 
 import numpy as np
 
-from ._jit import jit, n_threads, prange  # isort: skip
+from ._jit import jit  # isort: skip
 from numba import types  # noqa: E402
 from numba.core.imputils import impl_ret_borrowed  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
-from .matmul import KC, MR, NR, _matmul_block  # noqa: E402
-from .softmax import fast_exp, simd_add, simd_max  # noqa: E402
+from ._parallel import parallel_for  # noqa: E402
+from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
+from .matmul import CACHE, KC, MR, NR, matmul_block  # noqa: E402
 
-VECTOR = 16  # float32 numbers in an AVX-512 register
+VECTOR = 16  # row ends are rounded up to this many floats: whole SIMD registers on every CPU
 SERIAL_FLOPS = 200_000  # below this many multiply-adds, one thread does the whole batch
 
 
@@ -81,7 +82,7 @@ def attention_backward_numpy(g, q, k, v, weights, mask, scale):
 def _read_only(typingctx, array, strided):
     """The same array, typed as read-only, and as strided (numba layout 'A') if `strided` is True.
 
-    These are the types matmul.py's ``_run_task`` hands to ``_matmul_block`` (strided operands, a
+    These are the types matmul.py's ``_run_task`` hands to ``matmul_block`` (strided operands, a
     C-contiguous bias), so the products below call the very same compiled code instead of
     compiling it again for C-contiguous or transposed operands. (All array types share one memory
     layout in numba; only the type the compiler sees changes.)
@@ -96,25 +97,25 @@ def _read_only(typingctx, array, strided):
     return result(array, strided), codegen
 
 
-@jit
+@jit(cache=CACHE)
 def _strided(array):
     return _read_only(array, True)
 
 
-@jit
+@jit(cache=CACHE)
 def _product(a, b, c, ends, scratch):
     """c = a @ b with matmul.py's blocked kernel, for a (M, K), b (K, N) strided, c (M, N) C.
 
     ends: None, or for each row i of c the number of leading columns needed (the rest of the row
-    may be left unwritten): then each block of 8 rows computes only the column strips its rows need.
-    scratch: (packed_a, packed_b, edge) buffers for _matmul_block.
+    may be left unwritten): then each block of MR rows computes only the column strips its rows need.
+    scratch: (packed_a, packed_b, edge) buffers for matmul_block.
     """
     packed_a, packed_b, edge, no_bias = scratch
     n_rows, n_cols = c.shape
     n_blocks, n_strips = (n_rows + MR - 1) // MR, (n_cols + NR - 1) // NR
     zero = np.intp(0)
     if ends is None:
-        _matmul_block(a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
+        matmul_block(a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
         return
     for block in range(n_blocks):
         need = 0
@@ -122,19 +123,19 @@ def _product(a, b, c, ends, scratch):
             need = max(need, ends[i])
         strips = np.intp((need + NR - 1) // NR)
         if strips > 0:
-            _matmul_block(a, b, c, no_bias, zero, strips, np.intp(block), np.intp(block + 1), packed_a, packed_b, edge)
+            matmul_block(a, b, c, no_bias, zero, strips, np.intp(block), np.intp(block + 1), packed_a, packed_b, edge)
 
 
-@jit
+@jit(cache=CACHE)
 def _scratch(dtype_of):
-    """Buffers for _matmul_block: a not packed (0 rows), one packed strip of b, one edge tile; and
+    """Buffers for matmul_block: a not packed (0 rows), one packed strip of b, one edge tile; and
     an empty bias."""
     dtype = dtype_of.dtype
     return (np.empty((0, 1), dtype=dtype), np.empty((KC, NR), dtype=dtype), np.empty((MR, NR), dtype=dtype),
             _read_only(np.empty(0, dtype=dtype), False))
 
 
-@jit
+@jit(cache=CACHE)
 def _copy_into(src, dst):
     """dst[i, c] = src[i, c]."""
     for i in range(src.shape[0]):
@@ -142,7 +143,7 @@ def _copy_into(src, dst):
             dst[i, c] = src[i, c]
 
 
-@jit
+@jit(cache=CACHE)
 def _transpose_into(src, dst):
     """dst[c, i] = src[i, c]: once per slice, so that the products read rows, not columns."""
     for i in range(src.shape[0]):
@@ -150,7 +151,7 @@ def _transpose_into(src, dst):
             dst[c, i] = src[i, c]
 
 
-@jit
+@jit(cache=CACHE)
 def _row_end(row, n):
     """How much of row[:n] the loops visit: up to its last nonzero (True) entry, rounded up to a
     multiple of 16 (whole SIMD vectors: the extra entries are zero or blocked and change nothing);
@@ -161,8 +162,8 @@ def _row_end(row, n):
     return 0
 
 
-# Explicit signatures: each kernel compiles once per dtype (or loads from the cache) when this module
-# is imported, whatever the strides of its arrays.
+# Explicit signatures: each kernel compiles once (or loads from the cache) when this module is first
+# imported, whatever the strides of its arrays.
 def _array(dtype, layout="A", readonly=False, ndim=4):
     return types.Array(dtype, ndim, layout, readonly=readonly)
 
@@ -178,7 +179,7 @@ def _backward_signature(dtype):
     return types.void(*inputs, *[_array(dtype)] * 3, *[types.intp] * 2)
 
 
-@jit([_forward_signature(types.float32)], error_model="numpy")
+@jit([_forward_signature(types.float32)], error_model="numpy", cache=CACHE)
 def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
     """out and weights of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_v = q.shape[1], q.shape[2], k.shape[2], v.shape[3]
@@ -219,7 +220,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
         _copy_into(out_rows, out[b, h])
 
 
-@jit([_backward_signature(types.float32)], error_model="numpy")
+@jit([_backward_signature(types.float32)], error_model="numpy", cache=CACHE)
 def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
     """dq, dk and dv of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_k, d_v = q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]
@@ -258,30 +259,9 @@ def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
         _copy_into(dv_rows, dv[b, h])
 
 
-@jit([types.void(*_forward_signature(types.float32).args[:-2], types.intp)], parallel=True)
-def _forward_parallel(q, k, v, mask, scale, out, weights, n_chunks):
-    """forward_slices over every slice, in n_chunks equal runs of slices shared by the threads."""
-    n_slices = q.shape[0] * q.shape[1]
-    for chunk in prange(n_chunks):
-        forward_slices(q, k, v, mask, scale, out, weights, chunk * n_slices // n_chunks,
-                       (chunk + 1) * n_slices // n_chunks)
-
-
-@jit([types.void(*_backward_signature(types.float32).args[:-2], types.intp)], parallel=True)
-def _backward_parallel(g, q, k, v, weights, mask, scale, dq, dk, dv, n_chunks):
-    """backward_slices over every slice, in n_chunks equal runs of slices shared by the threads."""
-    n_slices = q.shape[0] * q.shape[1]
-    for chunk in prange(n_chunks):
-        backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, chunk * n_slices // n_chunks,
-                        (chunk + 1) * n_slices // n_chunks)
-
-
-def _n_chunks(x, work):
-    """How many runs of slices to share out: 1 (this thread) for small work."""
-    n_slices = x.shape[0] * x.shape[1]
-    if work < SERIAL_FLOPS or n_slices < 2:
-        return 1
-    return min(n_threads(), n_slices)
+def _threads(n_slices, work):
+    """How many threads may share the slices: 1 (this thread) for small work, else all."""
+    return 1 if work < SERIAL_FLOPS or n_slices < 2 else None
 
 
 def _check(name, q, k, v):
@@ -312,11 +292,8 @@ def attention_forward_numba(q, k, v, mask, scale):
         out.fill(0)
         weights.fill(0)
         return out, weights
-    n_chunks = _n_chunks(q, B * h * T_q * T_k * (d_k + d_v))
-    if n_chunks > 1:
-        _forward_parallel(q, k, v, mask, float(scale), out, weights, n_chunks)
-    else:
-        forward_slices(q, k, v, mask, float(scale), out, weights, 0, B * h)
+    parallel_for(forward_slices, B * h, q, k, v, mask, float(scale), out, weights,
+                 threads=_threads(B * h, B * h * T_q * T_k * (d_k + d_v)))
     return out, weights
 
 
@@ -336,9 +313,6 @@ def attention_backward_numba(g, q, k, v, weights, mask, scale):
             d.fill(0)
         return dq, dk, dv
     B, h, T_q, T_k = weights.shape
-    n_chunks = _n_chunks(q, 2 * B * h * T_q * T_k * (q.shape[3] + v.shape[3]))
-    if n_chunks > 1:
-        _backward_parallel(g, q, k, v, weights, mask, float(scale), dq, dk, dv, n_chunks)
-    else:
-        backward_slices(g, q, k, v, weights, mask, float(scale), dq, dk, dv, 0, B * h)
+    parallel_for(backward_slices, B * h, g, q, k, v, weights, mask, float(scale), dq, dk, dv,
+                 threads=_threads(B * h, 2 * B * h * T_q * T_k * (q.shape[3] + v.shape[3])))
     return dq, dk, dv

@@ -18,18 +18,9 @@ to the logits' dtype, so for float32 logits near 1e4 the gradient carries lse's 
 
 import numpy as np
 
-from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
-
-
-from .softmax import (  # noqa: E402
-    PARALLEL_MIN_ELEMENTS_EXP,
-    as_rows,
-    fast_exp,
-    row_block,
-    simd_add,
-    simd_max,
-    use_threads,
-)
+from ._jit import jit  # first: it sets LLVM options before numba is imported
+from ._rows import PARALLEL_MIN_ELEMENTS_EXP, as_rows, for_rows  # noqa: E402
+from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
 
 
 def _check_targets(logits, targets, ignore_index):
@@ -93,7 +84,7 @@ def cross_entropy_backward_numpy(logits, targets, lse, grad_losses, ignore_index
 
 
 # ---------------------------------------------------------------------------------------------------
-# Compiled kernels (numba), one function over a range of rows and a parallel driver each
+# Compiled kernels (numba), each a function over a range of rows
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -125,14 +116,6 @@ def _cross_entropy_forward_rows(logits, targets, ignore_index, eps, losses, lse,
         lse[r] = shift + log_total
 
 
-@jit(parallel=True)
-def _cross_entropy_forward_parallel(logits, targets, ignore_index, eps, losses, lse, n_blocks):
-    """_cross_entropy_forward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, logits.shape[0])
-        _cross_entropy_forward_rows(logits, targets, ignore_index, eps, losses, lse, start, stop)
-
-
 @jit(error_model="numpy")
 def _cross_entropy_backward_rows(logits, targets, lse, grad_losses, ignore_index, eps, dlogits, start, stop):
     """dlogits[r] (V,) for rows start <= r < stop of logits (R, V)."""
@@ -151,16 +134,6 @@ def _cross_entropy_backward_rows(logits, targets, lse, grad_losses, ignore_index
         dlogits[r, t] -= grad * (one - eps)
 
 
-@jit(parallel=True)
-def _cross_entropy_backward_parallel(logits, targets, lse, grad_losses, ignore_index, eps, dlogits, n_blocks):
-    """_cross_entropy_backward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, logits.shape[0])
-        _cross_entropy_backward_rows(
-            logits, targets, lse, grad_losses, ignore_index, eps, dlogits, start, stop
-        )
-
-
 # ---------------------------------------------------------------------------------------------------
 # Wrappers (numba)
 # ---------------------------------------------------------------------------------------------------
@@ -176,10 +149,7 @@ def cross_entropy_forward_numba(logits, targets, ignore_index=-100, label_smooth
     losses = np.empty(logits.shape[0], dtype=logits.dtype)
     lse = np.empty_like(losses)
     args = (logits, targets, np.int64(ignore_index), eps, losses, lse)
-    if use_threads(logits, PARALLEL_MIN_ELEMENTS_EXP):
-        _cross_entropy_forward_parallel(*args, n_threads())
-    else:
-        _cross_entropy_forward_rows(*args, 0, logits.shape[0])
+    for_rows(_cross_entropy_forward_rows, logits, *args, min_elements=PARALLEL_MIN_ELEMENTS_EXP)
     return losses, lse
 
 
@@ -200,8 +170,5 @@ def cross_entropy_backward_numba(logits, targets, lse, grad_losses, ignore_index
     eps = logits.dtype.type(_check_smoothing(label_smoothing))
     dlogits = np.empty_like(logits)
     args = (logits, targets, lse, grad_losses, np.int64(ignore_index), eps, dlogits)
-    if use_threads(logits, PARALLEL_MIN_ELEMENTS_EXP):
-        _cross_entropy_backward_parallel(*args, n_threads())
-    elif logits.size:
-        _cross_entropy_backward_rows(*args, 0, n_rows)
+    for_rows(_cross_entropy_backward_rows, logits, *args, min_elements=PARALLEL_MIN_ELEMENTS_EXP)
     return dlogits

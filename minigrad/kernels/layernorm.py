@@ -16,10 +16,10 @@ the result is the same on every run and on every machine.
 
 import numpy as np
 
-from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
-
-
-from .softmax import as_rows, row_block, same_rows, simd_add, use_threads  # noqa: E402
+from ._jit import jit  # first: it sets LLVM options before numba is imported
+from ._parallel import parallel_for  # noqa: E402
+from ._rows import as_rows, for_rows, same_rows, use_threads  # noqa: E402
+from ._simd import simd_add  # noqa: E402
 
 ROWS_PER_BLOCK = 64  # rows per partial sum of dweight / dbias in the compiled backward
 
@@ -90,14 +90,6 @@ def _layer_norm_forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop):
         rstd[r] = row_rstd
 
 
-@jit(parallel=True)
-def _layer_norm_forward_parallel(x, weight, bias, eps, y, mean, rstd, n_blocks):
-    """_layer_norm_forward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, x.shape[0])
-        _layer_norm_forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop)
-
-
 @jit(error_model="numpy")
 def _layer_norm_backward_blocks(g, x, weight, mean, rstd, dx, dweight_parts, dbias_parts, first, last):
     """dx for the rows of blocks first <= b < last, and their partial sums
@@ -124,14 +116,6 @@ def _layer_norm_backward_blocks(g, x, weight, mean, rstd, dx, dweight_parts, dbi
                 dbias_parts[block, j] += g[r, j]
 
 
-@jit(parallel=True)
-def _layer_norm_backward_parallel(g, x, weight, mean, rstd, dx, dweight_parts, dbias_parts, n_chunks):
-    """_layer_norm_backward_blocks over all blocks, one run of blocks per thread."""
-    for chunk in prange(n_chunks):  # each thread takes a run of whole blocks
-        first, last = row_block(chunk, n_chunks, dweight_parts.shape[0])
-        _layer_norm_backward_blocks(g, x, weight, mean, rstd, dx, dweight_parts, dbias_parts, first, last)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Wrappers (numba)
 # ---------------------------------------------------------------------------------------------------
@@ -145,10 +129,7 @@ def layer_norm_forward_numba(x, weight, bias, eps=1e-5):
     mean = np.empty(x.shape[0], dtype=x.dtype)
     rstd = np.empty_like(mean)
     args = (x, weight, bias, x.dtype.type(eps), y, mean, rstd)
-    if use_threads(x):
-        _layer_norm_forward_parallel(*args, n_threads())
-    elif x.size:
-        _layer_norm_forward_rows(*args, 0, x.shape[0])
+    for_rows(_layer_norm_forward_rows, x, *args)
     return y, mean, rstd
 
 
@@ -170,9 +151,7 @@ def layer_norm_backward_numba(g, x, weight, mean, rstd):
     dweight_parts = np.zeros((n_blocks, x.shape[1]), dtype=x.dtype)
     dbias_parts = np.zeros_like(dweight_parts)
     args = (g, x, weight, mean, rstd, dx, dweight_parts, dbias_parts)
-    if use_threads(x):
-        _layer_norm_backward_parallel(*args, min(n_threads(), n_blocks))
-    elif x.size:
-        _layer_norm_backward_blocks(*args, 0, n_blocks)
+    if x.size:  # blocks of rows shared by the threads
+        parallel_for(_layer_norm_backward_blocks, n_blocks, *args, threads=None if use_threads(x) else 1)
     # Add the partial rows (a fixed order for a given shape: the same result on every run).
     return dx, dweight_parts.sum(axis=0), dbias_parts.sum(axis=0)

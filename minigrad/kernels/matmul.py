@@ -7,14 +7,15 @@ reaches only a fraction of the CPU's speed because every multiply-add also loads
 value of ``c``. Here the work is cut up so that the arithmetic runs from registers and the
 operands come from the nearest caches:
 
-- ``c`` is computed in 8 x 32 tiles (``MR x NR``). One tile lives in 16 SIMD registers (8 rows
-  x two 16-float AVX-512 vectors) for the whole sweep over ``k``. Each step ``p`` loads 32
-  numbers of ``b`` and 8 numbers of ``a`` and does 8 x 32 multiply-adds: 16 vector FMAs for 2
-  vector loads and 8 broadcasts (``_tile_kernel``).
-- ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of 32 columns. A
-  ``KC x 32`` piece of a strip stays in the L1 cache while the tiles run down all the rows of
-  ``a`` (which stay in L2) (``_matmul_block``).
-- ``b`` is *packed*: each piece of a strip is copied into a contiguous ``(KC, 32)`` buffer, padded
+- ``c`` is computed in tiles of ``MR x NR`` that live in SIMD registers for the whole sweep over
+  ``k``. Each step ``p`` loads NR numbers of ``b`` and MR numbers of ``a`` and does MR x NR
+  multiply-adds (``_tile_kernel``). The tile is chosen for the CPU's registers (``_cpu.py``):
+  8 x 32 on AVX-512 (16 accumulators of 16 floats, 2 loads of ``b``, 8 broadcasts of ``a``),
+  4 x 16 on AVX2, 8 x 8 on arm64 NEON, 4 x 8 with plain SSE.
+- ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of NR columns. A
+  ``KC x NR`` piece of a strip stays in the L1 cache while the tiles run down all the rows of
+  ``a`` (which stay in L2) (``matmul_block``).
+- ``b`` is *packed*: each piece of a strip is copied into a contiguous ``(KC, NR)`` buffer, padded
   with zeros on the right, so that the tile reads it at unit stride whatever the layout of ``b``
   (transposed views, slices, broadcasts) and without the cache conflicts of long rows. Small
   row-major pieces are read in place instead: for them the copy would cost more than it saves.
@@ -22,10 +23,11 @@ operands come from the nearest caches:
   it broadcasts, so the layout of ``a`` hardly matters. Only blocks of a large ``a`` are copied,
   so that they stay in L2 (``_pack_rows``).
 - The work is split into independent *tasks* (a range of batch slices, of column strips, of
-  rows) that run in parallel on numba's threads (``_run_task``, ``_matmul_parallel``).
+  rows) that minigrad's threads share out (``_run_tasks``, ``_parallel.parallel_for``).
 
 The inputs reach the compiled code as 3-D strided views ``(batch, rows, cols)``, with exactly one
-compiled version per dtype (see ``_signatures``), whatever the layout of the arrays.
+compiled version per dtype (see ``_signature``), whatever the layout of the arrays, compiled the
+first time that dtype is multiplied.
 
 A few numba details recur below:
 - An index written ``np.uintp(i)`` is unsigned. numba then skips its handling of negative
@@ -39,20 +41,26 @@ A few numba details recur below:
 import numpy as np
 
 # _jit first: it sets numba's compiler options, which numba reads when it is first imported
-from ._jit import jit, numba, prange  # isort: skip
+from ._jit import jit, numba  # isort: skip
+from ._cpu import choose_tile  # noqa: E402
+from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
 from numba.np.numpy_support import as_dtype  # noqa: E402
 
-MR = 8  # rows of a register tile of c
-NR = 32  # columns of a register tile of c (two AVX-512 vectors of float32)
+# rows x columns of a register tile of c, chosen for the CPU's registers (see _cpu.py); a forced
+# tile is not cached (CACHE), since numba's cache does not know which tile it compiled
+MR, NR, _forced = choose_tile()
+CACHE = not _forced
 TILE_SIZE = MR * NR  # numbers in one register tile (a named constant: numba sees it as a literal)
-KC = 256  # longest block of the k axis: a packed piece of b is KC x NR numbers (32 KB in float32)
+KC = 256  # longest block of the k axis: a packed piece of b is KC x NR numbers (16-32 KB in float32)
+MC = 128  # most rows of a that one pass of the strips reads: MC x KC numbers (128 KB) stay in L2
 DIRECT_B_BYTES = 32 * 1024  # read b in place if the rows of a piece span at most this many bytes
-PACK_A_BYTES = 1024 * 1024  # copy blocks of a this large (or larger) into a contiguous buffer,
+PACK_A_BYTES = 64 * 1024  # copy blocks of a this large (or larger) into a contiguous buffer,
 PACK_A_STRIPS = 8  # if at least this many strips will read the copy
-SERIAL_FLOPS = 1_000_000  # below this many flops, waking the worker threads costs more than it saves
+SERIAL_FLOPS = 2_000_000  # below this many flops, waking the worker threads costs more than it saves
+TASKS_PER_THREAD = 2  # tasks to share out per thread: a thread slowed by another program takes fewer
 
 
 def matmul_numpy(a, b, bias=None):
@@ -125,22 +133,26 @@ def _number_size_numba(array):
 # --------------------------------------------------------------------------------------------
 
 
-@jit
+@jit(cache=CACHE)
 def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accumulate, bias, bias_j0):
-    """c[ci:ci+8*n_tiles, cj:cj+32] (+)= a[i0:i0+8*n_tiles, k0:k1] @ b[bk0:bk0+k1-k0, bj0:bj0+32],
-    as n_tiles register tiles of 8 x 32, one below the other.
+    """c[ci:ci+MR*n_tiles, cj:cj+NR] (+)= a[i0:i0+MR*n_tiles, k0:k1] @ b[bk0:bk0+k1-k0, bj0:bj0+NR],
+    as n_tiles register tiles of MR x NR, one below the other.
 
     a: (M, K) strided; rows past ``last_row`` read ``last_row`` instead (their results land in
        rows of ``c`` that the caller throws away), so an edge tile never reads out of bounds.
     b: (rows, cols) with contiguous rows: a packed strip, or b itself.
     c: (rows, cols) C-contiguous, with room for all the tiles.
     accumulate: add to the tiles already in ``c``. Otherwise overwrite them, starting the sums
-       from bias[bias_j0:bias_j0+32] in every row (c = a @ b + bias in the same pass), or from 0
+       from bias[bias_j0:bias_j0+NR] in every row (c = a @ b + bias in the same pass), or from 0
        if bias is empty.
 
-    The 8 rows of a tile are written out one by one and its 32 columns are a loop with a constant
-    trip count: LLVM unrolls that loop, keeps the 8 x 32 ``acc`` in 16 vector registers, and
-    turns each line ``acc[r, j] += a_r * b_pj`` into two 16-wide fused multiply-adds.
+    The rows are written out one by one, up to MAX_MR = 8; ``MR`` (a constant when numba compiles
+    this) says how many of them the compiled kernel keeps: LLVM removes the lines under a false
+    ``if MR > r``. The NR columns are a loop with a constant trip count, which LLVM unrolls. So the
+    MR x NR ``acc`` stays in vector registers, and each line ``acc[r, j] += a_r * b_pj`` becomes
+    NR / W fused multiply-adds (W floats per register).
+    (A loop over the rows would read more simply, but LLVM may then vectorise across the rows,
+    with gathers and scatters, instead of along them.)
     """
     _never_inline()
     if b.strides[1] != _number_size(b):  # from here on, the compiler knows b's rows are contiguous
@@ -169,36 +181,43 @@ def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accum
                 for j in range(NR):
                     acc[r, j] = 0
         for p in range(k1 - k0):
-            # one number from each of the 8 rows of a, broadcast against 32 numbers of b
+            # one number from each of the MR rows of a, broadcast against NR numbers of b
             col = np.uintp(k0 + p)
             a0 = a[row0, col]
-            a1 = a[row1, col]
-            a2 = a[row2, col]
-            a3 = a[row3, col]
-            a4 = a[row4, col]
-            a5 = a[row5, col]
-            a6 = a[row6, col]
-            a7 = a[row7, col]
+            a1 = a[row1, col] if MR > 1 else a0
+            a2 = a[row2, col] if MR > 2 else a0
+            a3 = a[row3, col] if MR > 3 else a0
+            a4 = a[row4, col] if MR > 4 else a0
+            a5 = a[row5, col] if MR > 5 else a0
+            a6 = a[row6, col] if MR > 6 else a0
+            a7 = a[row7, col] if MR > 7 else a0
             b_row = np.uintp(bk0 + p)
             for j in range(NR):
                 b_pj = b[b_row, np.uintp(bj0 + j)]
                 acc[0, j] += a0 * b_pj
-                acc[1, j] += a1 * b_pj
-                acc[2, j] += a2 * b_pj
-                acc[3, j] += a3 * b_pj
-                acc[4, j] += a4 * b_pj
-                acc[5, j] += a5 * b_pj
-                acc[6, j] += a6 * b_pj
-                acc[7, j] += a7 * b_pj
+                if MR > 1:
+                    acc[1, j] += a1 * b_pj
+                if MR > 2:
+                    acc[2, j] += a2 * b_pj
+                if MR > 3:
+                    acc[3, j] += a3 * b_pj
+                if MR > 4:
+                    acc[4, j] += a4 * b_pj
+                if MR > 5:
+                    acc[5, j] += a5 * b_pj
+                if MR > 6:
+                    acc[6, j] += a6 * b_pj
+                if MR > 7:
+                    acc[7, j] += a7 * b_pj
         for r in range(MR):
             _copy_row(acc, r, 0, c, ic + r, cj)
 
 
-@jit
+@jit(cache=CACHE)
 def _copy_row(src, i, j0, dst, di, dj0):
     """dst[di, dj0:dj0+32] = src[i, j0:j0+32], both rows contiguous.
 
-    One row at a time: a loop that stored to 8 rows at once would need run-time checks that the
+    One row at a time: a loop that stored to MR rows at once would need run-time checks that the
     rows do not overlap, and LLVM would not vectorise it.
     """
     i, di = np.uintp(i), np.uintp(di)
@@ -211,9 +230,9 @@ def _copy_row(src, i, j0, dst, di, dj0):
 # --------------------------------------------------------------------------------------------
 
 
-@jit
+@jit(cache=CACHE)
 def _pack_strip(b, k0, k1, j0, strip):
-    """strip[q, j] = b[k0 + q, j0 + j] for q < k1 - k0 and j < 32, zero past the last column.
+    """strip[q, j] = b[k0 + q, j0 + j] for q < k1 - k0 and j < NR, zero past the last column.
 
     b: (K, N) strided. strip: (KC, NR) contiguous scratch.
     Each branch runs the same copy, compiled for the strides that branch guarantees, in the
@@ -221,7 +240,7 @@ def _pack_strip(b, k0, k1, j0, strip):
     """
     n_steps = k1 - k0
     width = min(NR, b.shape[1] - j0)
-    for q in range(n_steps):  # zero padding: the tile computes all 32 columns
+    for q in range(n_steps):  # zero padding: the tile computes all NR columns
         for j in range(width, NR):
             strip[q, j] = 0
     if b.strides[1] == _number_size(b):  # rows of b are contiguous: b is row-major
@@ -241,7 +260,7 @@ def _pack_strip(b, k0, k1, j0, strip):
                 strip[q, j] = b[row, np.uintp(j0 + j)]
 
 
-@jit
+@jit(cache=CACHE)
 def _pack_rows(a, i_lo, i_hi, k0, k1, packed):
     """packed[i - i_lo, q] = a[i, k0 + q] for the rows [i_lo, i_hi): a contiguous copy of a block.
 
@@ -259,7 +278,7 @@ def _pack_rows(a, i_lo, i_hi, k0, k1, packed):
                 packed[i, q] = a[np.uintp(i_lo + i), col]
 
 
-@jit
+@jit(cache=CACHE)
 def _copy_block(src, si, sj, dst, di, dj, height, width):
     """dst[di:di+height, dj:dj+width] = src[si:si+height, sj:sj+width]."""
     for i in range(height):
@@ -267,8 +286,8 @@ def _copy_block(src, si, sj, dst, di, dj, height, width):
             dst[di + i, dj + j] = src[si + i, sj + j]
 
 
-@jit
-def _matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
+@jit(cache=CACHE)
+def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
     """c[rows, cols] = a[rows] @ b[:, cols] (+ bias[cols]) for the column strips [strip_lo, strip_hi)
     (NR columns each) and the row blocks [block_lo, block_hi) (MR rows each).
 
@@ -291,7 +310,7 @@ def _matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_
     zero, one = np.intp(0), np.intp(1)
     # a in place, or its block for the current k range copied into packed_a
     i_lo, i_hi = block_lo * MR, min(block_hi * MR, n_rows)
-    pack_a = packed_a.shape[0] >= i_hi - i_lo  # the caller decides: see _run_task
+    pack_a = packed_a.shape[0] >= i_hi - i_lo  # the caller decides: see _run_tasks
 
     for kb in range(n_k_blocks):
         # equal blocks rather than full ones plus a short remainder
@@ -331,66 +350,63 @@ def _matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_
                 _copy_block(edge, 0, 0, c, i0, j0, height, width)
 
 
-@jit
+@jit(cache=CACHE)
 def _chunk(n_items, n_chunks, k):
     """The k-th of n_chunks nearly equal contiguous ranges of range(n_items), as (lo, hi)."""
     return k * n_items // n_chunks, (k + 1) * n_items // n_chunks
 
 
-def _signatures(n_integers):
-    """Argument types of an entry point, one signature per dtype: inputs as read-only 3-D views
-    with any strides ('A' layout, which C-contiguous and writable arrays convert to), output
-    C-contiguous, a read-only 1-D bias, then `n_integers` integers.
-
-    With explicit signatures numba compiles when this module is imported (or loads the machine
-    code from its cache), and exactly once per dtype, whatever the layouts of the arrays.
-    """
-    return [
-        types.void(
-            types.Array(dtype, 3, "A", readonly=True),
-            types.Array(dtype, 3, "A", readonly=True),
-            types.Array(dtype, 3, "C"),
-            types.Array(dtype, 1, "C", readonly=True),
-            *[types.intp] * n_integers,
-        )
-        for dtype in (types.float32, types.float64)
-    ]
-
-
-@jit(_signatures(4))
-def _run_task(a, b, c, bias, task, n_batch_chunks, n_col_chunks, n_row_chunks):
-    """Task number `task`: a range of batch slices x a range of column strips x a range of rows.
-    (a: (B, M, K), b: (B, K, N), c: (B, M, N), bias: empty or (N,) padded to whole strips; the
-    tasks tile (B, M, N) in that order.)"""
+def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first, stop):
+    """Tasks first <= task < stop. A task is a range of batch slices x a range of column strips x a
+    range of rows; the n_batch_chunks * n_col_chunks * n_row_chunks tasks tile (B, M, N) in that
+    order. (a: (B, M, K), b: (B, K, N), c: (B, M, N), bias: empty or (N,) padded to whole strips.)"""
     _never_inline()
-    batch_chunk, rest = divmod(task, n_col_chunks * n_row_chunks)
-    col_chunk, row_chunk = divmod(rest, n_row_chunks)
-    batch_lo, batch_hi = _chunk(c.shape[0], n_batch_chunks, batch_chunk)
-    strip_lo, strip_hi = _chunk((c.shape[2] + NR - 1) // NR, n_col_chunks, col_chunk)
-    block_lo, block_hi = _chunk((c.shape[1] + MR - 1) // MR, n_row_chunks, row_chunk)
-    # Scratch buffers, allocated once per task rather than once per slice.
-    # Blocks of a are copied into packed_a when a is large: a contiguous block stays in L2 while
-    # the strips read it, where rows of a far apart might not (rows 4 KB apart, for example, all
-    # compete for the same few cache sets). Its rows are padded by 16 numbers for the same reason.
     n_rows, n_inner = a.shape[1], a.shape[2]
     n_k_blocks = (n_inner + KC - 1) // KC
-    k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k in _matmul_block
-    block_rows = min(block_hi * MR, n_rows) - block_lo * MR
-    pack_a = strip_hi - strip_lo >= PACK_A_STRIPS and block_rows * k_block * _number_size(a) >= PACK_A_BYTES
-    packed_a = np.empty((block_rows if pack_a else 0, k_block + 16), dtype=c.dtype)
-    packed_b = np.empty((KC, NR), dtype=c.dtype)
+    k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k in matmul_block
+    packed_b = np.empty((KC, NR), dtype=c.dtype)  # scratch buffers, once per call
     edge = np.empty((MR, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
-    for i in range(batch_lo, batch_hi):
-        _matmul_block(a[i], b[i], c[i], bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge)
+    for task in range(first, stop):
+        batch_chunk, rest = divmod(task, n_col_chunks * n_row_chunks)
+        col_chunk, row_chunk = divmod(rest, n_row_chunks)
+        batch_lo, batch_hi = _chunk(c.shape[0], n_batch_chunks, batch_chunk)
+        strip_lo, strip_hi = _chunk((c.shape[2] + NR - 1) // NR, n_col_chunks, col_chunk)
+        block_lo, block_hi = _chunk((c.shape[1] + MR - 1) // MR, n_row_chunks, row_chunk)
+        # Blocks of a are copied into packed_a when a is large: a contiguous block stays in L2 while
+        # the strips read it, where rows of a far apart might not (rows 4 KB apart, for example, all
+        # compete for the same few cache sets). Its rows are padded by 16 numbers for the same reason.
+        block_rows = min(min(block_hi - block_lo, MC // MR) * MR, n_rows - block_lo * MR)
+        pack_a = strip_hi - strip_lo >= PACK_A_STRIPS and block_rows * k_block * _number_size(a) >= PACK_A_BYTES
+        packed_a = np.empty((block_rows if pack_a else 0, k_block + 16), dtype=c.dtype)
+        for i in range(batch_lo, batch_hi):
+            for sub_lo in range(block_lo, block_hi, MC // MR):  # at most MC rows of a at a time
+                sub_hi = min(sub_lo + MC // MR, block_hi)
+                matmul_block(a[i], b[i], c[i], bias, strip_lo, strip_hi, sub_lo, sub_hi, packed_a, packed_b, edge)
 
 
-@jit(_signatures(3), parallel=True)
-def _matmul_parallel(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks):
-    """c[i] = a[i] @ b[i] (+ bias) for every batch slice i (a: (B, M, K), b: (B, K, N), c: (B, M, N)),
-    cut into independent tasks that numba shares out among its threads (in equal runs)."""
-    for task in prange(n_batch_chunks * n_col_chunks * n_row_chunks):
-        # np.intp: the prange index may be unsigned, and unsigned // signed gives a float
-        _run_task(a, b, c, bias, np.intp(task), n_batch_chunks, n_col_chunks, n_row_chunks)
+def _signature(dtype):
+    """The one signature ``_run_tasks`` is compiled for, per dtype: inputs as read-only 3-D views
+    with any strides ('A' layout, which C-contiguous and writable arrays convert to), output
+    C-contiguous, a read-only 1-D bias, then five integers."""
+    return types.void(
+        types.Array(dtype, 3, "A", readonly=True),
+        types.Array(dtype, 3, "A", readonly=True),
+        types.Array(dtype, 3, "C"),
+        types.Array(dtype, 1, "C", readonly=True),
+        *[types.intp] * 5,
+    )
+
+
+_compiled = {}  # dtype -> _run_tasks compiled for it
+
+
+def _tasks_kernel(dtype):
+    """``_run_tasks`` compiled for `dtype`, the first time that dtype is multiplied: exactly one
+    version per dtype, whatever the layouts of the arrays, and none for a dtype never used."""
+    kernel = _compiled.get(dtype)
+    if kernel is None:
+        kernel = _compiled[dtype] = jit([_signature(numba.from_dtype(dtype))], cache=CACHE)(_run_tasks)
+    return kernel
 
 
 # --------------------------------------------------------------------------------------------
@@ -415,20 +431,17 @@ def _as_3d(x, n_batch):
     return x.reshape(n_batch, *x.shape[-2:])  # numpy makes a view when the axes merge like this
 
 
-def _split_work(n_batch, n_rows, n_cols):
+def _split_work(n_batch, n_rows, n_cols, n_threads):
     """How many parts to cut (batch, rows, cols) into so that every thread gets equal work:
     (n_batch_chunks, n_col_chunks, n_row_chunks)."""
-    # (numba.get_num_threads() would be the obvious call, but calling it makes the next parallel
-    # region several microseconds slower to start; the configured count serves as well here)
-    n_threads = numba.config.NUMBA_NUM_THREADS
     if n_batch % n_threads == 0 or n_batch >= 4 * n_threads:
-        return min(n_batch, n_threads), 1, 1  # whole slices
+        return min(n_batch, TASKS_PER_THREAD * n_threads), 1, 1  # whole slices
     # Few slices: cut every slice into n_threads parts. Each part reads all of the operand that
     # is not cut, so cut the larger one: a (M x K) by rows if M > N, else b (K x N) by columns.
     n_strips, n_blocks = -(-n_cols // NR), -(-n_rows // MR)
     if (n_rows > n_cols or n_strips < n_threads) and n_blocks >= n_threads:
-        return n_batch, 1, n_threads
-    return n_batch, min(n_threads, n_strips), 1
+        return n_batch, 1, min(n_blocks, TASKS_PER_THREAD * n_threads)
+    return n_batch, min(TASKS_PER_THREAD * n_threads, n_strips), 1
 
 
 def matmul_numba(a, b, bias=None):
@@ -453,7 +466,7 @@ def matmul_numba(a, b, bias=None):
         return out
     if bias is None:
         padded_bias = _NO_BIAS[a.dtype.type]
-    else:  # zeros past the last column: edge tiles read whole strips of 32
+    else:  # zeros past the last column: edge tiles read whole strips of NR
         padded_bias = np.zeros(-(-n_cols // NR) * NR, dtype=a.dtype)
         padded_bias[:n_cols] = bias
 
@@ -472,8 +485,11 @@ def matmul_numba(a, b, bias=None):
         a3 = a3.reshape(1, n_batch * n_rows, n_inner)  # a view, given the strides just checked
         b3, out3 = b3[:1], out.reshape(1, n_batch * n_rows, n_cols)
 
-    if 2 * out.size * n_inner < SERIAL_FLOPS:  # all of it as one task, on this thread
-        _run_task(a3, b3, out3, padded_bias, 0, 1, 1, 1)
+    kernel = _tasks_kernel(a.dtype)
+    n_threads = get_num_threads()
+    if 2 * out.size * n_inner < SERIAL_FLOPS or n_threads == 1:  # all of it as one task, on this thread
+        kernel(a3, b3, out3, padded_bias, 1, 1, 1, 0, 1)
     else:
-        _matmul_parallel(a3, b3, out3, padded_bias, *_split_work(out3.shape[0], out3.shape[1], n_cols))
+        split = _split_work(out3.shape[0], out3.shape[1], n_cols, n_threads)
+        parallel_for(kernel, split[0] * split[1] * split[2], a3, b3, out3, padded_bias, *split)
     return out

@@ -20,13 +20,11 @@ the compiled loop widens each number as it goes, 8 float64 lanes at a time.
 
 import numpy as np
 
-from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
+from ._jit import jit  # first: it sets LLVM options before numba is imported
 
-from numba import types  # noqa: E402
-
-from .softmax import simd_add  # noqa: E402
-
-PARALLEL_MIN_ELEMENTS = 64 * 1024  # below this, one thread (waking the others costs more)
+from ._parallel import get_num_threads, parallel_for  # noqa: E402
+from ._rows import PARALLEL_MIN_ELEMENTS  # noqa: E402
+from ._simd import simd_add  # noqa: E402
 
 
 def sum_rows_numpy(g):
@@ -34,15 +32,13 @@ def sum_rows_numpy(g):
     return g.sum(axis=0)
 
 
-def _signature(dtype):
-    return types.void(types.Array(dtype, 2, "C", readonly=True), types.Array(dtype, 2, "C"), types.intp)
-
-
-@jit([_signature(types.float32)], parallel=True)
-def _sum_row_blocks(g, partial, n_blocks):
-    """partial[b] = sum of the rows of block b of g, for n_blocks blocks of nearly equal size."""
+@jit(error_model="numpy")
+def _sum_row_blocks(g, partial, first, last):
+    """partial[b] = sum of the rows of block b of g, for the blocks first <= b < last of
+    partial.shape[0] blocks of nearly equal size."""
     n_rows, n_cols = g.shape
-    for block in prange(n_blocks):
+    n_blocks = partial.shape[0]
+    for block in range(first, last):
         acc = np.zeros(n_cols, dtype=g.dtype)  # (its own array: the compiler sees it overlaps nothing)
         for r in range(block * n_rows // n_blocks, (block + 1) * n_rows // n_blocks):
             row = g[r]
@@ -57,9 +53,10 @@ def sum_rows_numba(g):
         raise ValueError(f"sum_rows: need a 2-D float32 or float64 array, got {g.shape} {g.dtype}")
     if g.dtype != np.float32 or not g.flags.c_contiguous or g.shape[0] == 0:
         return g.sum(axis=0)  # float64 (gradient checks) and other layouts: numpy does as well
-    n_blocks = min(n_threads(), g.shape[0]) if g.size >= PARALLEL_MIN_ELEMENTS else 1
+    # one block per thread: the blocks, and so the order of the sums, depend on the thread count
+    n_blocks = min(get_num_threads(), g.shape[0]) if g.size >= PARALLEL_MIN_ELEMENTS else 1
     partial = np.empty((n_blocks, g.shape[1]), dtype=g.dtype)
-    _sum_row_blocks(g, partial, n_blocks)
+    parallel_for(_sum_row_blocks, n_blocks, g, partial)
     return partial[0] if n_blocks == 1 else partial.sum(axis=0)
 
 
@@ -68,7 +65,7 @@ def sum_squares_numpy(x):
     return float(np.einsum("i,i->", x, x, dtype=np.float64))
 
 
-@jit([types.float64(types.Array(t, 1, "C", readonly=True)) for t in (types.float32, types.float64)])
+@jit
 def _sum_squares(x):
     total = 0.0
     for i in range(x.shape[0]):

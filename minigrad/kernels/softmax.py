@@ -5,21 +5,10 @@ engine moves the softmax axis last before calling). Each kernel exists twice:
 
 - ``*_numpy``: the reference, a few lines of textbook numpy;
 - ``*_numba``: a thin Python wrapper that checks the input, makes it C-contiguous and calls a
-  compiled loop over rows (in parallel when the batch is large enough to pay for the threads).
+  compiled loop over a range of rows, on several threads (``_parallel.py``) when the batch
+  is large enough to pay for waking them.
 
-The first half of this file also holds three small building blocks that the other row-wise kernels
-(``cross_entropy.py``, ``layernorm.py``, ``gelu.py``) import:
-
-- ``fast_exp(x)``: ``exp`` written out as arithmetic, so that LLVM can run it 16 lanes at a time;
-- ``simd_add(total, value)`` and ``simd_max(best, value)``: one step of a running sum / maximum
-  that LLVM is allowed to split into SIMD partial results.
-
-Why they exist: on a CPU without Intel's SVML library, numba turns ``math.exp`` into a call to the
-C library, one number at a time (about 2.5 ns each here, 10x slower than numpy's SIMD exp). And LLVM
-never vectorises a loop like ``s += a[j]`` on its own, because adding in a different order gives a
-(slightly) different float result; it must be told that the order does not matter. We tell it for
-those reductions only, not for a whole kernel, so careful expressions such as ``(x - max) - lse``
-keep the exact order written.
+The compiled loops use ``fast_exp``, ``simd_add`` and ``simd_max`` from ``_simd.py``.
 
 All compiled kernels use ``error_model="numpy"``: a division by zero gives inf or NaN, as in numpy,
 instead of raising ZeroDivisionError (whose check inside a loop would also stop vectorisation).
@@ -34,189 +23,11 @@ mask row r % Rm, so a (T, T) causal mask serves all rows (B*h*T, T). Its backwar
 scale * y * (g - sum(g * y)).
 """
 
-import math
-
 import numpy as np
 
-from ._jit import jit, n_threads, prange  # first: it sets LLVM options before numba is imported
-
-from llvmlite import ir  # noqa: E402
-from numba import types  # noqa: E402
-from numba.extending import intrinsic, overload  # noqa: E402
-
-# Rows x columns from which a float32 kernel splits its rows over threads: below it, waking the
-# threads (about 2 us) costs more than it saves. Measured on 2 cores: kernels that compute an
-# exponential per entry gain from about 8K entries, the lighter ones from about 32K.
-# float64 kernels always run on one thread: float64 serves to check gradients on small inputs, and
-# skipping its parallel versions halves the time numba spends compiling.
-PARALLEL_MIN_ELEMENTS = 32 * 1024
-PARALLEL_MIN_ELEMENTS_EXP = 8 * 1024
-
-
-# ---------------------------------------------------------------------------------------------------
-# Building blocks that LLVM can vectorise
-# ---------------------------------------------------------------------------------------------------
-
-
-@intrinsic
-def simd_add(typingctx, total, value):
-    """``total + value``, marked so that LLVM may regroup a running sum into SIMD partial sums.
-
-    In a loop ``s = simd_add(s, a[j])`` LLVM keeps 16 (or 8) partial sums and adds them up at the
-    end. The order of additions changes, but it is fixed by the code and the row length, so the
-    result is the same on every run.
-    """
-    if not (isinstance(total, types.Float) and total == value):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.fadd(args[0], args[1], flags=("reassoc", "contract"))
-
-    return total(total, value), codegen
-
-
-@intrinsic
-def simd_max(typingctx, best, value):
-    """``max(best, value)`` for NaN-free values, in a form LLVM turns into a SIMD running maximum.
-
-    It is LLVM's ``maxnum`` with the promise "no NaN, sign of zero does not matter". With a NaN in
-    the row the maximum is unspecified; our kernels still return NaN for such a row, because the NaN
-    also reaches the exponentials and sums.
-    """
-    if not (isinstance(best, types.Float) and best == value):
-        return None
-
-    def codegen(context, builder, signature, args):
-        float_type = args[0].type
-        maxnum = builder.module.declare_intrinsic(
-            "llvm.maxnum", [float_type], ir.FunctionType(float_type, [float_type, float_type])
-        )
-        return builder.call(maxnum, args, fastmath=("nnan", "nsz"))
-
-    return best(best, value), codegen
-
-
-@intrinsic
-def _float_from_bits(typingctx, bits):
-    """Reinterpret the bits of an int32 as a float32 (int64 as float64); no conversion happens."""
-    if bits == types.int32:
-        result = types.float32
-    elif bits == types.int64:
-        result = types.float64
-    else:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(signature.return_type))
-
-    return result(bits), codegen
-
-
-def fast_exp(x):
-    """``exp(x)`` for a float32 or float64 scalar, as plain arithmetic that LLVM can vectorise.
-
-    Method: write x = k ln2 + r with k an integer and |r| <= ln2/2, so exp(x) = 2^k exp(r).
-    exp(r) is a Taylor polynomial (degree 7 in float32, 13 in float64: both within about one unit
-    in the last place), and 2^k is built directly from its exponent bits. ``k ln2`` is subtracted in
-    two parts (Cody-Waite): ``LN2_HI`` has few significant bits, so ``k * LN2_HI`` is exact.
-    Results that would be subnormal are flushed to 0 (below x = -87 in float32, -708 in float64),
-    results above x = 88 (float32) or 709 (float64) are inf, exp(-inf) = 0 and exp(NaN) = NaN.
-    Outside numba this is just ``math.exp``.
-    """
-    return math.exp(x)
-
-
-_LOG2E = 1.4426950408889634  # 1 / ln 2
-_LN2_HI_32 = np.float32(0.693359375)  # ln 2 rounded to 9 significant bits (355 / 512)
-_LN2_LO_32 = np.float32(-2.1219444005469057e-04)  # ln 2 - _LN2_HI_32
-_LN2_HI_64 = 0.6931471803691238  # ln 2 rounded to 32 significant bits
-_LN2_LO_64 = 1.9082149292705877e-10  # ln 2 - _LN2_HI_64
-# Between MIN and MAX, 2^k is a normal float; outside, the result is 0 or inf.
-_EXP_MIN_32, _EXP_MAX_32 = np.float32(-87.0), np.float32(88.0)
-_EXP_MIN_64, _EXP_MAX_64 = -708.0, 709.0
-# 1/n! for the Taylor series, highest power first (Horner's rule)
-_TAYLOR_32 = tuple(np.float32(1 / math.factorial(n)) for n in range(7, -1, -1))
-_TAYLOR_64 = tuple(1 / math.factorial(n) for n in range(13, -1, -1))
-_F32_ZERO, _F32_INF, _F32_LOG2E = np.float32(0.0), np.float32(np.inf), np.float32(_LOG2E)
-
-
-# Out-of-range x gives a meaningless k and 2^k below, but the last three lines replace those
-# results, so no input clamping is needed (each line is one SIMD compare-and-select).
-def _exp_float32(x):
-    """fast_exp for float32 (see ``fast_exp``)."""
-    k = np.rint(x * _F32_LOG2E)
-    r = (x - k * _LN2_HI_32) - k * _LN2_LO_32
-    poly = _TAYLOR_32[0]
-    for coefficient in _TAYLOR_32[1:]:  # unrolled by numba: the tuple's length is known
-        poly = poly * r + coefficient
-    two_to_k = _float_from_bits(np.int32((np.int32(k) + 127) << 23))  # float32: 8 exponent bits
-    result = poly * two_to_k
-    result = _F32_ZERO if x < _EXP_MIN_32 else result
-    result = _F32_INF if x > _EXP_MAX_32 else result
-    return x if x != x else result  # NaN in, NaN out
-
-
-def _exp_float64(x):
-    """fast_exp for float64 (see ``fast_exp``)."""
-    k = np.rint(x * _LOG2E)
-    r = (x - k * _LN2_HI_64) - k * _LN2_LO_64
-    poly = _TAYLOR_64[0]
-    for coefficient in _TAYLOR_64[1:]:
-        poly = poly * r + coefficient
-    two_to_k = _float_from_bits((np.int64(k) + 1023) << 52)  # float64: 11 exponent bits
-    result = poly * two_to_k
-    result = 0.0 if x < _EXP_MIN_64 else result
-    result = np.inf if x > _EXP_MAX_64 else result
-    return x if x != x else result
-
-
-@overload(fast_exp, jit_options={"fastmath": {"contract"}, "error_model": "numpy"})
-def _fast_exp_overload(x):
-    """Inside numba, ``fast_exp(x)`` compiles to the version for x's type."""
-    if x == types.float32:
-        return _exp_float32
-    if x == types.float64:
-        return _exp_float64
-    return None
-
-
-# ---------------------------------------------------------------------------------------------------
-# Shared checks
-# ---------------------------------------------------------------------------------------------------
-
-
-def as_rows(name, x, ndim=2):
-    """``x`` as a C-contiguous, writeable float32 or float64 array of ``ndim`` dims (else raise).
-
-    Together these fix the numba type of every argument, so each kernel compiles exactly twice:
-    once for float32 and once for float64.
-    """
-    x = np.asarray(x)
-    if x.ndim != ndim:
-        raise ValueError(f"{name}: expected a {ndim}-D array, got shape {x.shape}")
-    if x.dtype not in (np.float32, np.float64):
-        raise TypeError(f"{name}: expected float32 or float64, got {x.dtype}")
-    x = np.ascontiguousarray(x)
-    if not x.flags.writeable:  # a read-only array is another numba type: copy rather than compile
-        x = x.copy()
-    return x
-
-
-def same_rows(name, reference, other):
-    """``other`` checked to match ``reference`` in shape and dtype, C-contiguous."""
-    other = as_rows(name, other, reference.ndim)
-    if other.shape != reference.shape or other.dtype != reference.dtype:
-        raise ValueError(
-            f"{name}: arrays differ: {reference.shape} {reference.dtype} vs {other.shape} {other.dtype}"
-        )
-    return other
-
-
-def use_threads(x, min_elements=PARALLEL_MIN_ELEMENTS):
-    """True if a kernel over rows ``x`` should split them over threads (float32, 2 rows or more)."""
-    return (
-        x.dtype == np.float32 and x.shape[0] >= 2 and x.size >= min_elements and n_threads() > 1
-    )
+from ._jit import jit  # first: it sets LLVM options before numba is imported
+from ._rows import PARALLEL_MIN_ELEMENTS_EXP, as_rows, for_rows, same_rows  # noqa: E402
+from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -282,15 +93,9 @@ def masked_softmax_backward_numpy(y, g, scale):
 #
 # Each kernel is a function over a range of rows [start, stop), with the row loop written out in
 # full (calling a helper per row that takes arrays would cost two atomic reference-count updates
-# per row). The wrapper calls it once for all rows, or, for a large batch, through a small
-# parallel driver that gives each thread its own block of rows.
+# per row). The wrapper calls it once for all rows, or, for a large batch, through
+# ``for_rows``, which shares blocks of rows out among the threads.
 # ---------------------------------------------------------------------------------------------------
-
-
-@jit(error_model="numpy")
-def row_block(block, n_blocks, n_rows):
-    """Rows [start, stop) of block number ``block`` when ``n_rows`` rows are cut in ``n_blocks``."""
-    return n_rows * block // n_blocks, n_rows * (block + 1) // n_blocks
 
 
 @jit(error_model="numpy")
@@ -315,14 +120,6 @@ def _softmax_forward_rows(x, y, start, stop):
             y[r, j] *= scale
 
 
-@jit(parallel=True)
-def _softmax_forward_parallel(x, y, n_blocks):
-    """_softmax_forward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, x.shape[0])
-        _softmax_forward_rows(x, y, start, stop)
-
-
 @jit(error_model="numpy")
 def _softmax_backward_rows(y, g, dx, start, stop):
     """dx[r] from y[r] = softmax(x[r]) and g[r], rows start <= r < stop of (R, N) arrays."""
@@ -334,14 +131,6 @@ def _softmax_backward_rows(y, g, dx, start, stop):
             dot = simd_add(dot, g[r, j] * y[r, j])
         for j in range(n):
             dx[r, j] = y[r, j] * (g[r, j] - dot)
-
-
-@jit(parallel=True)
-def _softmax_backward_parallel(y, g, dx, n_blocks):
-    """_softmax_backward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, y.shape[0])
-        _softmax_backward_rows(y, g, dx, start, stop)
 
 
 @jit(error_model="numpy")
@@ -364,14 +153,6 @@ def _log_softmax_forward_rows(x, y, start, stop):
             y[r, j] = (x[r, j] - shift) - log_total
 
 
-@jit(parallel=True)
-def _log_softmax_forward_parallel(x, y, n_blocks):
-    """_log_softmax_forward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, x.shape[0])
-        _log_softmax_forward_rows(x, y, start, stop)
-
-
 @jit(error_model="numpy")
 def _log_softmax_backward_rows(y, g, dx, start, stop):
     """dx[r] from y[r] = log_softmax(x[r]) and g[r], rows start <= r < stop of (R, N) arrays."""
@@ -383,14 +164,6 @@ def _log_softmax_backward_rows(y, g, dx, start, stop):
             g_sum = simd_add(g_sum, g[r, j])
         for j in range(n):
             dx[r, j] = g[r, j] - fast_exp(y[r, j]) * g_sum
-
-
-@jit(parallel=True)
-def _log_softmax_backward_parallel(y, g, dx, n_blocks):
-    """_log_softmax_backward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, y.shape[0])
-        _log_softmax_backward_rows(y, g, dx, start, stop)
 
 
 # The masked kernel takes a mask in every case (the wrapper passes one all-True row for mask=None):
@@ -423,14 +196,6 @@ def _masked_softmax_forward_rows(x, mask, scale, y, start, stop):
             y[r, j] *= inverse
 
 
-@jit(parallel=True)
-def _masked_softmax_forward_parallel(x, mask, scale, y, n_blocks):
-    """_masked_softmax_forward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, x.shape[0])
-        _masked_softmax_forward_rows(x, mask, scale, y, start, stop)
-
-
 @jit(error_model="numpy")
 def _masked_softmax_backward_rows(y, g, scale, dx, start, stop):
     """dx[r] = scale * y[r] * (g[r] - sum(g[r] * y[r])) for rows start <= r < stop."""
@@ -444,14 +209,6 @@ def _masked_softmax_backward_rows(y, g, scale, dx, start, stop):
             dx[r, j] = s * y[r, j] * (g[r, j] - dot)
 
 
-@jit(parallel=True)
-def _masked_softmax_backward_parallel(y, g, scale, dx, n_blocks):
-    """_masked_softmax_backward_rows over all rows, one block of rows per thread."""
-    for block in prange(n_blocks):
-        start, stop = row_block(block, n_blocks, y.shape[0])
-        _masked_softmax_backward_rows(y, g, scale, dx, start, stop)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Wrappers (numba)
 # ---------------------------------------------------------------------------------------------------
@@ -461,10 +218,7 @@ def softmax_forward_numba(x):
     """y (R, N) = softmax of each row of x (R, N); float32 or float64 in, same dtype out."""
     x = as_rows("softmax_forward", x)
     y = np.empty_like(x)
-    if use_threads(x, PARALLEL_MIN_ELEMENTS_EXP):
-        _softmax_forward_parallel(x, y, n_threads())
-    elif x.size:
-        _softmax_forward_rows(x, y, 0, x.shape[0])
+    for_rows(_softmax_forward_rows, x, x, y, min_elements=PARALLEL_MIN_ELEMENTS_EXP)
     return y
 
 
@@ -473,10 +227,7 @@ def softmax_backward_numba(y, g):
     y = as_rows("softmax_backward", y)
     g = same_rows("softmax_backward", y, g)
     dx = np.empty_like(y)
-    if use_threads(y):
-        _softmax_backward_parallel(y, g, dx, n_threads())
-    elif y.size:
-        _softmax_backward_rows(y, g, dx, 0, y.shape[0])
+    for_rows(_softmax_backward_rows, y, y, g, dx)
     return dx
 
 
@@ -484,10 +235,7 @@ def log_softmax_forward_numba(x):
     """y (R, N) = log_softmax of each row of x (R, N); float32 or float64 in, same dtype out."""
     x = as_rows("log_softmax_forward", x)
     y = np.empty_like(x)
-    if use_threads(x, PARALLEL_MIN_ELEMENTS_EXP):
-        _log_softmax_forward_parallel(x, y, n_threads())
-    elif x.size:
-        _log_softmax_forward_rows(x, y, 0, x.shape[0])
+    for_rows(_log_softmax_forward_rows, x, x, y, min_elements=PARALLEL_MIN_ELEMENTS_EXP)
     return y
 
 
@@ -496,10 +244,7 @@ def log_softmax_backward_numba(y, g):
     y = as_rows("log_softmax_backward", y)
     g = same_rows("log_softmax_backward", y, g)
     dx = np.empty_like(y)
-    if use_threads(y, PARALLEL_MIN_ELEMENTS_EXP):
-        _log_softmax_backward_parallel(y, g, dx, n_threads())
-    elif y.size:
-        _log_softmax_backward_rows(y, g, dx, 0, y.shape[0])
+    for_rows(_log_softmax_backward_rows, y, y, g, dx, min_elements=PARALLEL_MIN_ELEMENTS_EXP)
     return dx
 
 
@@ -526,10 +271,7 @@ def masked_softmax_forward_numba(x, mask, scale):
     x = as_rows("masked_softmax_forward", x)
     mask = _mask_rows("masked_softmax_forward", mask, x)
     y = np.empty_like(x)
-    if use_threads(x, PARALLEL_MIN_ELEMENTS_EXP):
-        _masked_softmax_forward_parallel(x, mask, float(scale), y, n_threads())
-    elif x.size:
-        _masked_softmax_forward_rows(x, mask, float(scale), y, 0, x.shape[0])
+    for_rows(_masked_softmax_forward_rows, x, x, mask, float(scale), y, min_elements=PARALLEL_MIN_ELEMENTS_EXP)
     return y
 
 
@@ -538,8 +280,5 @@ def masked_softmax_backward_numba(y, g, scale):
     y = as_rows("masked_softmax_backward", y)
     g = same_rows("masked_softmax_backward", y, g)
     dx = np.empty_like(y)
-    if use_threads(y):
-        _masked_softmax_backward_parallel(y, g, float(scale), dx, n_threads())
-    elif y.size:
-        _masked_softmax_backward_rows(y, g, float(scale), dx, 0, y.shape[0])
+    for_rows(_masked_softmax_backward_rows, y, y, g, float(scale), dx)
     return dx

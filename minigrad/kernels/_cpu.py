@@ -1,0 +1,72 @@
+"""What the CPU offers the compiled kernels, and the matmul register tile chosen for it.
+
+The matmul kernel keeps an ``MR x NR`` tile of the output in SIMD registers while it runs over
+``k`` (see matmul.py). The tile must fit the register file, or LLVM spills it to memory on every
+step. In the inner loop LLVM holds, at the same time:
+
+    MR * NR / W   accumulators          (W = floats per SIMD register)
+    NR / W        vectors of b
+    MR            broadcast numbers of a
+
+and that sum must not exceed the number of registers. So, per family of CPU:
+
+    family    registers x floats   tile     registers used
+    AVX-512   32 x 16              8 x 32   16 + 2 + 8 = 26
+    AVX2      16 x 8               4 x 16    8 + 2 + 4 = 14
+    NEON      32 x 4               8 x 8    16 + 2 + 8 = 26
+    SSE       16 x 4               4 x 8     8 + 2 + 4 = 14
+
+The family is read from the features LLVM compiles for: numba's ``NUMBA_CPU_NAME`` /
+``NUMBA_CPU_FEATURES`` when set, else the host's. ``MINIGRAD_MATMUL_TILE=MRxNR`` (e.g. ``6x16``)
+forces a tile, for tests and experiments; numba's cache does not know which tile its machine code
+was built for, so a forced tile is compiled afresh in every process instead of cached.
+"""
+import os
+import platform
+
+TILES = {"avx512": (8, 32), "avx2": (4, 16), "neon": (8, 8), "sse": (4, 8)}
+
+
+def target_features():
+    """The CPU features LLVM compiles for, as a set of names ("avx2", "fma", ...)."""
+    listed = os.environ.get("NUMBA_CPU_FEATURES", "")
+    if listed:
+        return {f[1:] for f in listed.split(",") if f.startswith("+")}
+    try:
+        import llvmlite.binding as llvm
+
+        return {name for name, on in llvm.get_host_cpu_features().items() if on}
+    except Exception:  # pragma: no cover - a platform where llvmlite cannot read the features
+        return set()
+
+
+def simd_family(features=None, machine=None):
+    """"avx512", "avx2", "neon" or "sse": the widest SIMD family the compiled code may use."""
+    features = target_features() if features is None else features
+    machine = (machine or platform.machine()).lower()
+    if machine in ("arm64", "aarch64") or "neon" in features:
+        return "neon"
+    if "avx512f" in features:
+        return "avx512"
+    if "avx2" in features and "fma" in features:
+        return "avx2"
+    return "sse"
+
+
+def parse_tile(text):
+    """"4x16" -> (4, 16), checked: rows 1..8 (matmul.py writes 8 out), columns a multiple of 4 up to 64."""
+    try:
+        rows, cols = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"MINIGRAD_MATMUL_TILE={text!r}: expected ROWSxCOLUMNS, e.g. 4x16") from None
+    if not (1 <= rows <= 8 and 4 <= cols <= 64 and cols % 4 == 0):
+        raise ValueError(f"MINIGRAD_MATMUL_TILE={text!r}: rows must be 1-8, columns a multiple of 4 up to 64")
+    return rows, cols
+
+
+def choose_tile():
+    """(MR, NR, forced): the tile for this CPU, or the one MINIGRAD_MATMUL_TILE asks for."""
+    forced = os.environ.get("MINIGRAD_MATMUL_TILE", "").strip()
+    if forced:
+        return (*parse_tile(forced), True)
+    return (*TILES[simd_family()], False)
