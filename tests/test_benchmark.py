@@ -1,30 +1,49 @@
-"""Smoke test of `python -m demos.benchmark`: it runs, and its JSON document has the expected shape.
-No timing assertions: the numbers depend on the machine."""
+"""Smoke tests of `python -m demos.benchmark`: it runs, and its JSON document has the expected shape.
+No timing assertions: the numbers depend on the machine. The start-up section compiles every kernel
+in a fresh cache, which takes minutes: it runs only with MINIGRAD_SLOW_TESTS=1."""
 import importlib.util
 import json
 import math
+import os
 
 import pytest
 
-from demos import benchmark
+from demos import benchmark, common
+from demos.benchmark import system, targets, threads
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+NO_TORCH = [] if HAS_TORCH else ["--no-torch"]
+SLOW = pytest.mark.skipif(os.environ.get("MINIGRAD_SLOW_TESTS") != "1", reason="slow: set MINIGRAD_SLOW_TESTS=1")
 
 
 def _positive(x):
     return isinstance(x, (int, float)) and x > 0
 
 
+def _check_targets(results):
+    assert len(results["targets"]) == 7
+    for t in results["targets"]:
+        assert t["needs"] in (">=", "<=")
+        if t["ratio"] is None:
+            assert t["met"] is None
+        else:
+            met = t["ratio"] >= t["threshold"] if t["needs"] == ">=" else t["ratio"] <= t["threshold"]
+            assert _positive(t["ratio"]) and t["met"] == met
+
+
 def test_quick_matmul_and_softmax_json(capsys):
-    argv = ["--quick", "--only", "matmul,softmax", "--json", "--repeats", "1"]
-    if not HAS_TORCH:
-        argv.append("--no-torch")
-    results = benchmark.main(argv)
+    results = benchmark.main(["--quick", "--only", "matmul,softmax", "--json", "--repeats", "1"] + NO_TORCH)
     printed = json.loads(capsys.readouterr().out)  # --json: stdout is exactly one JSON document
     assert printed["settings"] == results["settings"]
     assert results["settings"]["sections"] == ["matmul", "softmax"]
-    assert "gpt" not in results and "startup" not in results
-    assert {"cpu", "numpy", "numba", "blas", "minigrad_backend"} <= set(results["system"])
+    assert "gpt" not in results and "startup" not in results and "busy" not in results
+
+    info = results["system"]
+    assert {"cpu", "numpy", "numba", "blas", "minigrad_backend", "llvm_cpu", "matmul_tile",
+            "minigrad_parallel"} <= set(info)
+    assert info["simd"] in ("avx512f", "avx2+fma", "neon", "sse", "scalar")
+    assert isinstance(info["minigrad_threads"], int) and info["minigrad_threads"] >= 1
+    assert "x" in info["matmul_tile"]
 
     frameworks = {"numba", "numpy"} | ({"torch"} if HAS_TORCH else set())
     assert len(results["matmul"]) == len(benchmark.matmul_cases())
@@ -41,29 +60,84 @@ def test_quick_matmul_and_softmax_json(capsys):
         assert all(_positive(v) for v in row["seconds"].values())
         assert _positive(row["ratio"]["numpy/numba"])
 
-    targets = {t["target"]: t for t in results["targets"]}
-    assert len(targets) == 6
-    for t in results["targets"]:
-        if t["ratio"] is None:
-            assert t["met"] is None
-        else:
-            assert _positive(t["ratio"]) and t["met"] == (t["ratio"] >= t["threshold"])
-    gpt_targets = [t for t in results["targets"] if t["target"].startswith("GPT training step")]
-    assert all(t["met"] is None for t in gpt_targets)  # the gpt section did not run
+    _check_targets(results)
+    others = [t for t in results["targets"] if not t["target"].startswith(("numba matmul", "softmax"))]
+    assert all(t["met"] is None for t in others)  # their sections did not run
 
 
-def test_quick_training_run_json(capsys):
-    argv = ["--quick", "--only", "train", "--train-iters", "3", "--json"] + ([] if HAS_TORCH else ["--no-torch"])
-    results = benchmark.main(argv)
+def test_quick_busy_json(capsys):
+    results = benchmark.main(["--quick", "--only", "busy", "--busy-steps", "2", "--json"] + NO_TORCH)
+    json.loads(capsys.readouterr().out)
+    busy = results["busy"]
+    assert busy["config"] == "nanoGPT-cpu" and busy["steps"] == 2
+    expected = ["minigrad", "minigrad-1t"] + (["torch-1t", "torch-2t"] if HAS_TORCH else [])
+    assert [r["candidate"] for r in busy["rows"]] == expected
+    for row in busy["rows"]:
+        assert _positive(row["quiet_ms"]) and _positive(row["busy_ms"]) and row["threads"] >= 1
+        assert math.isclose(row["ratio"]["busy/quiet"], row["busy_ms"] / row["quiet_ms"])
+    _check_targets(results)
+    target = results["targets"][-1]
+    assert target["target"].startswith("with one busy process") and target["needs"] == "<="
+    assert target["ratio"] == busy["rows"][0]["ratio"]["busy/quiet"]
+
+
+def test_busy_process_is_killed():
+    with benchmark.busy.busy_process() as spinner:
+        assert spinner.poll() is None  # running
+    assert spinner.poll() is not None
+
+
+def test_quick_training_run_json(capsys, tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text(common.builtin_corpus(min_chars=20_000)[:20_000], encoding="utf-8")
+    results = benchmark.main(["--quick", "--only", "train", "--train-iters", "3", "--train-data", str(text),
+                              "--json"] + NO_TORCH)
     json.loads(capsys.readouterr().out)
     train = results["train"]
-    assert train["iterations"] == 3 and train["data"] == "built-in corpus"
+    assert train["iterations"] == 3 and train["data"] == str(text)
     assert set(train["seconds"]) == {"minigrad"} | ({"torch"} if HAS_TORCH else set())
     assert all(_positive(v) for v in train["seconds"].values())
     for loss in train["val_loss"].values():  # 3 steps from the initialisation: about ln(vocabulary)
         assert 0.5 * math.log(train["vocab_size"]) < loss < 1.5 * math.log(train["vocab_size"])
+    if HAS_TORCH:  # the same weights, batches and updates: the same losses, up to float32 rounding
+        assert train["same_initial_weights"]
+        assert train["val_loss"]["torch"] == pytest.approx(train["val_loss"]["minigrad"], abs=1e-3)
     target = next(t for t in results["targets"] if t["target"].startswith("char_gpt"))
     assert (target["ratio"] is not None) == HAS_TORCH
+
+
+def test_training_run_without_data_is_skipped(capsys, monkeypatch):
+    monkeypatch.setattr(benchmark.train, "shakespeare_path", lambda: None)
+    results = benchmark.main(["--quick", "--only", "train", "--json"] + NO_TORCH)
+    json.loads(capsys.readouterr().out)
+    assert "tinyshakespeare.txt" in results["train"]["skipped"]
+    target = next(t for t in results["targets"] if t["target"].startswith("char_gpt"))
+    assert target["met"] is None and target["detail"] == results["train"]["skipped"]
+
+
+@SLOW
+def test_startup_json(capsys):
+    results = benchmark.main(["--only", "startup", "--startup-runs", "1", "--json"] + NO_TORCH)
+    json.loads(capsys.readouterr().out)
+    startup = results["startup"]
+    assert startup["runs"] == 1 and len(startup["cold_runs_s"]) == len(startup["warm_runs_s"]) == 1
+    assert 0 < startup["warm_s"] < startup["cold_s"]
+    assert list(startup["cold"])[-2:] == ["+ first training step", "process wall"]
+    assert set(startup["kernels"]["warm"]) >= {"import minigrad", "+ float32 matmul", "+ softmax fwd/bwd"}
+
+
+def test_simd_target_and_thread_control():
+    name, level = system.simd_target()
+    assert name and level in ("avx512f", "avx2+fma", "neon", "sse", "scalar")
+    before = threads.minigrad_threads()
+    with threads.using_threads("minigrad", 1):
+        assert threads.minigrad_threads() == 1
+    assert threads.minigrad_threads() == before
+
+
+def test_targets_without_results_are_not_measured():
+    for t in targets.evaluate_targets({}, torch_missing="no torch"):
+        assert t["ratio"] is None and t["met"] is None and t["detail"]
 
 
 def test_torch_gpt_matches_minigrad_parameter_count():

@@ -1,0 +1,4 @@
+"""`python -m demos.benchmark`: see the package's docstring, or --help."""
+from .cli import main
+
+main()
