@@ -152,6 +152,14 @@ def _transpose_into(src, dst):
 
 
 @jit(cache=CACHE)
+def _zero(row, start):
+    """row[start:] = 0, as a loop: numba's slice assignment compiles a shape check and its error
+    message, seconds of compile time for nothing here."""
+    for j in range(start, row.shape[0]):
+        row[j] = 0
+
+
+@jit(cache=CACHE)
 def _row_end(row, n):
     """How much of row[:n] the loops visit: up to its last nonzero (True) entry, rounded up to a
     multiple of 16 (whole SIMD vectors: the extra entries are zero or blocked and change nothing);
@@ -205,7 +213,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
             for j in range(end):
                 shift = simd_max(shift, s * row[j] if allowed[j] else minus_inf)
             if shift == minus_inf:  # nothing allowed: zero weights (end = 0 also lands here)
-                row[:] = 0
+                _zero(row, 0)
                 continue
             total = dtype.type(0)
             for j in range(end):
@@ -215,7 +223,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
             inverse = dtype.type(1) / total
             for j in range(end):
                 row[j] *= inverse
-            row[end:] = 0
+            _zero(row, end)
         _product(_strided(w), v[b, h], out_rows, None, scratch)  # out = W V
         _copy_into(out_rows, out[b, h])
 
@@ -249,7 +257,7 @@ def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
                 dot = simd_add(dot, w_row[j] * row[j])
             for j in range(end):
                 row[j] = s * w_row[j] * (row[j] - dot)
-            row[end:] = 0
+            _zero(row, end)
         ds_ = _strided(ds)
         _product(ds_, k[b, h], dq_rows, None, scratch)  # dQ = dS K
         _product(ds_.T, q[b, h], dk_rows, None, scratch)  # dK = dS^T Q

@@ -44,7 +44,8 @@ def _sum_row_blocks(g, partial, first, last):
             row = g[r]
             for c in range(n_cols):
                 acc[c] += row[c]
-        partial[block] = acc
+        for c in range(n_cols):  # (a loop: slice assignment would compile a shape check)
+            partial[block, c] = acc[c]
 
 
 def sum_rows_numba(g):
