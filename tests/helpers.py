@@ -4,7 +4,7 @@
 - a small classifier and its data, for training and checkpoint tests;
 - a tiny GPT and random token ids, for the model-level error and reliability tests;
 - `has_all`: an error message names everything it should;
-- the thread count the parallel kernels use;
+- a block run with the kernels on a given number of threads;
 - the kernel tests' comparisons: tolerances per dtype, central differences.
 """
 import contextlib
@@ -99,42 +99,15 @@ def has_all(message, *parts):
 
 
 # ----------------------------------------------------------------------------- threads
-def get_num_threads():
-    """How many threads the parallel kernels use (numba's count, on a minigrad without its own pool)."""
-    if hasattr(minigrad, "get_num_threads"):
-        return minigrad.get_num_threads()
-    import numba
-
-    return numba.get_num_threads()
-
-
-def set_num_threads(n):
-    if hasattr(minigrad, "set_num_threads"):
-        return minigrad.set_num_threads(n)
-    import numba
-
-    return numba.set_num_threads(n)
-
-
 @contextlib.contextmanager
 def num_threads(n):
     """Run the block with the kernels on `n` threads, then restore the previous count."""
-    previous = get_num_threads()
-    set_num_threads(n)
+    previous = minigrad.get_num_threads()
+    minigrad.set_num_threads(n)
     try:
         yield
     finally:
-        set_num_threads(previous)
-
-
-def rows_split_over_threads(x):
-    """Whether the row-wise kernels share the rows of `x` among threads (the rule lives in
-    `_rows.py`, or in `softmax.py` before the kernels had their own thread pool)."""
-    try:
-        from minigrad.kernels._rows import use_threads
-    except ImportError:
-        from minigrad.kernels.softmax import use_threads
-    return use_threads(x)
+        minigrad.set_num_threads(previous)
 
 
 # ----------------------------------------------------------------------------- kernel comparisons

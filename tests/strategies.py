@@ -25,6 +25,11 @@ seeds = st.integers(0, 2**32 - 1)
 shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=5)
 nonscalar_shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)
 
+# batches of rows for the row-wise kernels (softmax, layer norm, cross-entropy): lengths from 1 to
+# 129, several next to multiples of 16 and 32, where a vectorised loop's remainder changes
+row_counts = st.integers(1, 70)
+row_lengths = st.sampled_from([1, 2, 3, 7, 16, 17, 31, 32, 33, 64, 65, 100, 129])
+
 # two shapes that broadcast together, with size-1 and missing axes on either side
 broadcast_pairs = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=1, max_side=4)
 
