@@ -8,7 +8,16 @@
 """
 from . import kernels
 from ._allocator import keep_freed_memory
-from .autograd import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from .autograd import (
+    AnomalyError,
+    Context,
+    Function,
+    detect_anomaly,
+    enable_grad,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+)
 from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
 from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
 from .random import manual_seed

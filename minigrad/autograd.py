@@ -17,46 +17,79 @@ Broadcasting is handled here, once: `backward` may return a gradient shaped like
 result, and `unbroadcast` sums it back to the input's shape (broadcasting copies a value to many
 places, so its gradient adds the copies up).
 """
-import contextlib
 import functools
 import importlib
 import os
+import threading
 import traceback
 import weakref
 
 import numpy as np
 
-_grad_enabled = True
-_anomaly_mode = False
+
+# ----------------------------------------------------------------------------- modes, per thread
+class _ThreadModes(threading.local):
+    """The modes of the thread that reads them. Each thread has its own (as in PyTorch): a new
+    thread starts with the values below, not with those of the thread that started it."""
+
+    grad_enabled = True  # ops record the graph that backward walks
+    anomaly_enabled = False  # ops check their results for NaN and Inf
+
+
+_modes = _ThreadModes()
+
+
+class _ModeSwitch:
+    """Context manager and decorator: inside, this thread's mode `mode` (an attribute of
+    `_modes`) is `on`; at the exit, even by an exception, it is back to what it was."""
+
+    mode = None
+
+    def __init__(self, on):
+        self.on = on
+        self.previous = []  # a stack: the same object may be entered again inside its own block
+
+    def __enter__(self):
+        self.previous.append(getattr(_modes, self.mode))
+        setattr(_modes, self.mode, self.on)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(_modes, self.mode, self.previous.pop())
+
+    def __call__(self, fn):
+        """As a decorator: each call of `fn` runs inside a switch of its own, so calls from
+        several threads at once, or recursive ones, never share `previous`."""
+
+        @functools.wraps(fn)
+        def switched(*args, **kwargs):
+            with type(self)(self.on):
+                return fn(*args, **kwargs)
+
+        return switched
 
 
 # ----------------------------------------------------------------------------- grad mode
+class _GradMode(_ModeSwitch):
+    mode = "grad_enabled"
+
+
 def is_grad_enabled():
-    return _grad_enabled
-
-
-class _GradMode(contextlib.ContextDecorator):
-    def __init__(self, enabled):
-        self.enabled = enabled
-        self.previous = []  # a stack, so a decorated function may call itself
-
-    def __enter__(self):
-        global _grad_enabled
-        self.previous.append(_grad_enabled)
-        _grad_enabled = self.enabled
-
-    def __exit__(self, *exc):
-        global _grad_enabled
-        _grad_enabled = self.previous.pop()
+    """Whether ops record a graph in the current thread (True unless inside `no_grad`)."""
+    return _modes.grad_enabled
 
 
 def no_grad():
-    """Context manager and decorator: ops inside record no graph (inference, optimizer steps)."""
+    """Context manager and decorator: ops inside record no graph (inference, optimizer steps).
+
+    It applies to the current thread only: another thread keeps recording, and a thread started
+    inside the block starts with gradients on (as in PyTorch)."""
     return _GradMode(False)
 
 
 def enable_grad():
-    """Context manager and decorator: turn graph recording back on inside a `no_grad` block."""
+    """Context manager and decorator: turn graph recording back on inside a `no_grad` block
+    (of the current thread only, as `no_grad`)."""
     return _GradMode(True)
 
 
@@ -65,24 +98,33 @@ class AnomalyError(FloatingPointError):
     """Raised under `detect_anomaly()` by the first op that produces NaN or Inf."""
 
 
-class detect_anomaly(contextlib.ContextDecorator):
-    """Inside this context, the first op whose forward or backward makes NaN or Inf raises
-    `AnomalyError`, naming the op, the shapes of its inputs and the line that called it.
+class detect_anomaly(_ModeSwitch):
+    """Inside this context (or a function it decorates), the first op whose forward or backward
+    makes NaN or Inf raises `AnomalyError`, naming the op, the shapes of its inputs and the line
+    that called it. It applies to the current thread only, as `no_grad`.
 
     It slows every op down (a finiteness check and a stack look-up), so use it to hunt a NaN,
     not for training."""
 
-    def __init__(self):
-        self.previous = []
+    mode = "anomaly_enabled"
 
-    def __enter__(self):
-        global _anomaly_mode
-        self.previous.append(_anomaly_mode)
-        _anomaly_mode = True
+    def __init__(self, on=True):
+        super().__init__(on)
 
-    def __exit__(self, *exc):
-        global _anomaly_mode
-        _anomaly_mode = self.previous.pop()
+
+def is_anomaly_enabled():
+    """Whether the current thread is inside `detect_anomaly`."""
+    return _modes.anomaly_enabled
+
+
+def __getattr__(name):
+    """`autograd._grad_enabled` and `autograd._anomaly_mode`, read-only: the current thread's
+    modes, for code written when they were one module-level flag each."""
+    if name == "_grad_enabled":
+        return _modes.grad_enabled
+    if name == "_anomaly_mode":
+        return _modes.anomaly_enabled
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -165,16 +207,17 @@ class Function:
     def apply(cls, *inputs, **params):
         tensor = _tensor_module()
         inputs = tuple([x if isinstance(x, tensor.Tensor) else tensor.as_tensor(x) for x in inputs])
-        needs = tuple([t._requires_grad for t in inputs]) if _grad_enabled else (False,) * len(inputs)
+        needs = tuple([t._requires_grad for t in inputs]) if _modes.grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)
         ctx.fn = cls
-        if _anomaly_mode:
+        anomaly = _modes.anomaly_enabled
+        if anomaly:
             ctx.input_shapes = [t.shape for t in inputs]
             ctx.call_site = _user_call_site()
         data = cls.forward(ctx, *[t.data for t in inputs], **params)
         if isinstance(data, tuple):
             return _several_outputs(ctx, inputs, data)
-        if _anomaly_mode:
+        if anomaly:
             _check_finite(ctx, [data], "forward")
         out = _output_tensor(tensor.Tensor, data, inputs, any(needs))
         if out.requires_grad:
@@ -209,7 +252,7 @@ def _output_tensor(Tensor, data, inputs, requires_grad):
 
 def _several_outputs(ctx, inputs, arrays):
     """Function.apply for a forward that returned a tuple of arrays: a tuple of tensors."""
-    if _anomaly_mode:
+    if _modes.anomaly_enabled:
         _check_finite(ctx, arrays, "forward")
     Tensor = _tensor_module().Tensor
     outs = tuple(_output_tensor(Tensor, a, inputs, any(ctx.needs_input_grad)) for a in arrays)
@@ -400,7 +443,7 @@ def _call_backward(ctx, output_grads):
         raise RuntimeError(
             f"{ctx.name}.backward returned {len(input_grads)} gradients for {len(ctx.inputs)} inputs"
         )
-    if _anomaly_mode:
+    if _modes.anomaly_enabled:
         _check_finite(ctx, input_grads, "backward")
     return input_grads
 

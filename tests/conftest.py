@@ -5,7 +5,8 @@
   compiles it), and derandomized so that CI runs are reproducible. Choose another profile with
   HYPOTHESIS_PROFILE=dev (faster) or HYPOTHESIS_PROFILE=thorough (more examples, random).
 - An autouse fixture that seeds minigrad's generator and restores the global state a test may
-  change (backend, grad mode, anomaly mode), so one failing test cannot leak into the next.
+  change (backend, and the main thread's grad mode and anomaly mode), so one failing test cannot
+  leak into the next.
 """
 import os
 
@@ -26,9 +27,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(autouse=True)
 def _isolated_global_state():
     backend = minigrad.get_backend()
-    grad_enabled, anomaly = autograd._grad_enabled, autograd._anomaly_mode
+    grad_enabled, anomaly = autograd.is_grad_enabled(), autograd.is_anomaly_enabled()
     minigrad.manual_seed(1234)
     yield
     if minigrad.get_backend() != backend:
         minigrad.set_backend(backend)
-    autograd._grad_enabled, autograd._anomaly_mode = grad_enabled, anomaly
+    autograd._modes.grad_enabled, autograd._modes.anomaly_enabled = grad_enabled, anomaly
