@@ -65,5 +65,4 @@ def format_targets(targets):
     table = [[t["target"], fmt_ratio(t["ratio"]), f"{t.get('needs', '>=')} {t['threshold']:.1f}x",
               "-" if t["met"] is None else ("met" if t["met"] else "NOT met"), t["detail"] or ""] for t in targets]
     return format_table(["target", "measured", "needs", "status", "detail"], table,
-                        "targets (ratios against another library > 1: minigrad faster; noisy machines blur results "
-                        "within ~10%)")
+                        "targets (ratios against another library > 1: minigrad faster; a busy machine blurs them)")
