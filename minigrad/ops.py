@@ -8,11 +8,19 @@ autograd walk sums it down to the input's shape (see `autograd.unbroadcast`).
 The heavy ops (matmul, softmax, layer norm, gelu, cross-entropy) call `kernels`, which runs a numba
 kernel or its numpy twin.
 """
+import warnings
+
 import numpy as np
 
 from . import kernels
 from .autograd import Function, SliceGrad
 from .random import generator
+
+
+def _as_rows(x):
+    """x (..., n) as 2-D rows (R, n), R the product of the leading axes. (x.reshape(-1, n) cannot
+    work out R when n is 0: any R times 0 is 0 elements.)"""
+    return x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])
 
 
 def _binary(op, fn, a, b):
@@ -314,9 +322,9 @@ def _normalize_axes(axis, shape, op):
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for ax in axes:
-        if not -ndim <= ax < max(ndim, 1):
+        if not -ndim <= ax < ndim:  # a 0-d tensor has no axis at all
             raise np.exceptions.AxisError(f"{op}: axis {ax} is out of range for a tensor of shape {shape} ({ndim} dims)")
-        out.append(int(ax) % max(ndim, 1))
+        out.append(int(ax) % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: axis {axis} names an axis twice (tensor of shape {shape})")
     return tuple(out)
@@ -348,35 +356,48 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx, g):
-        g = _expand_reduced(g, ctx.shape, ctx.axes) / ctx.count  # d mean/da_i = 1/n
+        # d mean/da_i = 1/n  (n = 0: the input has no elements, nor has its gradient: divide by 1)
+        g = _expand_reduced(g, ctx.shape, ctx.axes) / max(ctx.count, 1)
         return np.broadcast_to(g, ctx.shape)
 
 
 class Var(Function):
-    """Variance with numpy's convention: divide by (n - ddof), ddof=0 by default."""
+    """Variance with numpy's convention: divide by d = n - ddof, ddof=0 by default.
+
+    With no degrees of freedom left (n <= ddof, an empty axis included) d is 0, as in numpy and
+    PyTorch: the variance is inf (NaN for 0/0), with a RuntimeWarning."""
 
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False, ddof=0):
         ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "var")
-        ctx.divisor = int(np.prod([a.shape[i] for i in ctx.axes])) - ddof
-        centered = a - np.mean(a, axis=ctx.axes, keepdims=True)
+        n = int(np.prod([a.shape[i] for i in ctx.axes]))
+        ctx.divisor = max(n - ddof, 0)
+        if ctx.divisor == 0:
+            warnings.warn(f"var: {n} values with ddof={ddof} leave no degrees of freedom; the variance is inf "
+                          "or NaN", RuntimeWarning, stacklevel=4)
+        centered = a - np.mean(a, axis=ctx.axes, keepdims=True) if n else a  # (no values: nothing to center)
         ctx.save_for_backward(centered)
-        return np.sum(centered * centered, axis=ctx.axes, keepdims=keepdims) / ctx.divisor
+        with np.errstate(divide="ignore", invalid="ignore"):  # d = 0 gives inf or NaN, as warned
+            return np.sum(centered * centered, axis=ctx.axes, keepdims=keepdims) / ctx.divisor
 
     @staticmethod
     def backward(ctx, g):
         (centered,) = ctx.saved_tensors
         # d/da_i sum_j (a_j - mean)^2 / d = 2 (a_i - mean) / d  (the mean's own term sums to 0)
-        return _expand_reduced(g, ctx.shape, ctx.axes) * (2 / ctx.divisor) * centered
+        two_over_d = 2 / ctx.divisor if ctx.divisor else np.inf
+        with np.errstate(invalid="ignore"):  # d = 0: inf, or NaN where a_i = mean
+            return _expand_reduced(g, ctx.shape, ctx.axes) * two_over_d * centered
 
 
 class Max(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False, largest=True):
         name = "max" if largest else "min"
-        if a.size == 0:
-            raise ValueError(f"{name}: cannot reduce a tensor of shape {a.shape} with no elements")
         ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, name)
+        empty = [i for i in ctx.axes if a.shape[i] == 0]
+        if empty:  # (an empty axis that is not reduced is fine: no rows, no results)
+            raise ValueError(f"{name}: axis {empty[0]} of the tensor of shape {a.shape} is empty: "
+                             f"there is no {'largest' if largest else 'smallest'} value to take")
         y = (np.max if largest else np.min)(a, axis=ctx.axes, keepdims=True)
         ctx.save_for_backward(a, y)
         return y if keepdims else y.reshape([n for i, n in enumerate(a.shape) if i not in ctx.axes])
@@ -618,7 +639,7 @@ class MatMul(Function):
             )
         ctx.save_for_backward(a, b)
         if b.ndim == 2:  # (..., M, K) @ (K, N): fold the batch into rows, one 2-D product
-            out = _mm(a.reshape(-1, a.shape[-1]), b)
+            out = _mm(_as_rows(a), b)
             return out.reshape(a.shape[:-1] + b.shape[-1:])
         try:
             batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -631,11 +652,11 @@ class MatMul(Function):
         a, b = ctx.saved_tensors
         da = db = None
         if b.ndim == 2:
-            g2 = g.reshape(-1, g.shape[-1])
+            g2 = _as_rows(g)
             if ctx.needs_input_grad[0]:
                 da = _mm(g2, b.T).reshape(a.shape)  # dA = G B^T
             if ctx.needs_input_grad[1]:
-                db = _mm(a.reshape(-1, a.shape[-1]).T, g2)  # dB = A^T G, summed over the folded batch
+                db = _mm(_as_rows(a).T, g2)  # dB = A^T G, summed over the folded batch
             return da, db
         batch = g.shape[:-2]
         if ctx.needs_input_grad[0]:
@@ -658,16 +679,16 @@ class Linear(Function):
         if bias is not None and bias.shape != weight.shape[:1]:
             raise ValueError(f"linear: bias of shape {bias.shape} does not fit the weight {weight.shape}; "
                              f"expected ({weight.shape[0]},), one number per output feature")
-        y = _mm(x.reshape(-1, x.shape[-1]), weight.T, bias)  # the bias is where the sums start
+        y = _mm(_as_rows(x), weight.T, bias)  # the bias is where the sums start
         ctx.save_for_backward(x, weight)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
-        g2 = g.reshape(-1, g.shape[-1])
+        g2 = _as_rows(g)
         dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None  # dx = g W
-        dw = _mm(g2.T, x.reshape(-1, x.shape[-1])) if ctx.needs_input_grad[1] else None  # dW = g^T x
+        dw = _mm(g2.T, _as_rows(x)) if ctx.needs_input_grad[1] else None  # dW = g^T x
         needs_db = len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]
         db = kernels.sum_rows(g2) if needs_db else None  # db = sum of g over the rows
         return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
@@ -677,7 +698,7 @@ class Linear(Function):
 def _rows(x, axis):
     """View `x` with `axis` moved last, as 2-D rows (R, N); also the moved shape."""
     moved = np.moveaxis(x, axis, -1)
-    return moved.reshape(-1, moved.shape[-1]) if moved.ndim != 2 else moved, moved.shape
+    return _as_rows(moved) if moved.ndim != 2 else moved, moved.shape
 
 
 def _unrows(rows, moved_shape, axis):
@@ -724,16 +745,18 @@ class MaskedSoftmax(Function):
 
     @staticmethod
     def forward(ctx, a, mask=None, scale=1.0):
-        n = a.shape[-1]
-        rows = a.reshape(-1, n)
-        mask_rows = None
         if mask is not None:
             _check_mask("softmax", mask, a.shape)
-            if mask.ndim >= 2 and mask.shape[-2:] == a.shape[-2:] and all(d == 1 for d in mask.shape[:-2]):
-                mask_rows = mask.reshape(-1, n)  # one (T_q, T_k) mask shared by every leading index
-            else:
-                mask_rows = np.ascontiguousarray(np.broadcast_to(mask, a.shape)).reshape(-1, n)
         ctx.scale, ctx.shape = scale, a.shape
+        if a.size == 0:  # no rows, or rows of nothing: no weights to compute
+            ctx.save_for_backward(a)
+            return a.copy()
+        rows, mask_rows = _as_rows(a), None
+        if mask is not None:
+            if mask.ndim >= 2 and mask.shape[-2:] == a.shape[-2:] and all(d == 1 for d in mask.shape[:-2]):
+                mask_rows = _as_rows(mask)  # one (T_q, T_k) mask shared by every leading index
+            else:
+                mask_rows = _as_rows(np.ascontiguousarray(np.broadcast_to(mask, a.shape)))
         y = kernels.masked_softmax_forward(rows, mask_rows, scale)
         ctx.save_for_backward(y)
         return y.reshape(a.shape)
@@ -741,6 +764,8 @@ class MaskedSoftmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        if y.size == 0:
+            return np.zeros(ctx.shape, g.dtype)
         # dx = scale * y * (g - sum(g * y)); masked entries have y = 0 and get 0
         return kernels.masked_softmax_backward(y, g.reshape(y.shape), ctx.scale).reshape(ctx.shape)
 

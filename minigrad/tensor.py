@@ -504,7 +504,14 @@ def _index_items(index):
     become their arrays, lists become index arrays."""
     items = index if isinstance(index, tuple) else (index,)
     items = tuple(x.data if isinstance(x, Tensor) else x for x in items)
-    return tuple(np.asarray(x) if isinstance(x, list) else x for x in items)
+    return tuple(_index_array(x) if isinstance(x, list) else x for x in items)
+
+
+def _index_array(positions):
+    """A list of positions as an index array; an empty list picks nothing, as an integer index
+    (numpy would read [] as an empty float array, which is no index)."""
+    array = np.asarray(positions)
+    return array.astype(np.intp) if array.size == 0 else array
 
 
 
