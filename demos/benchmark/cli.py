@@ -88,7 +88,7 @@ def apply_settings(args):
         args.budget, args.min_samples, args.sample_seconds = 0.3, 7, 0.01
         args.gpt_budget, args.gpt_min_steps, args.gpt_blocks, args.gpt_warmup = 5.0, 10, 5, 3
     args.memory_steps = 5
-    args.busy_warmup = 1 if args.quick else 3
+    args.busy_warmup = 0 if args.quick else 3  # untimed steps, besides warm_up()
     defaults = {"train_iters": (2000, 20), "busy_steps": (20, 3), "startup_runs": (3, 1)}
     for name, (normal, quick) in defaults.items():
         if getattr(args, name) is None:

@@ -2,12 +2,12 @@
 
 The run is nanoGPT's CPU configuration on Shakespeare (``../shared/data/tinyshakespeare.txt`` next
 to the repository, or --train-data): char_gpt's defaults, 2000 iterations (--train-iters), with an
-evaluation every 250 iterations and one at the end. Both frameworks really run every iteration:
-the same model (PyTorch starts from minigrad's initial weights), the same batches (drawn once, in
-advance), the same learning-rate schedule, gradient clipping and evaluations. Only char_gpt's
-checkpoints and text sample are left out. The two take turns, one evaluation interval at a time, so
-that machine noise hits both; each framework's wall time is the sum of its own intervals.
-Without the data file the section is skipped with a message.
+evaluation every 250 iterations and one at the end (with --quick, on 2 batches instead of 20).
+Both frameworks really run every iteration: the same model (PyTorch starts from minigrad's initial
+weights), the same batches (drawn once, in advance), the same learning-rate schedule, gradient
+clipping and evaluations. Only char_gpt's checkpoints and text sample are left out. The two take
+turns, one evaluation interval at a time, so that machine noise hits both; each framework's wall
+time is the sum of its own intervals. Without the data file the section is skipped with a message.
 """
 import os
 import time
@@ -128,8 +128,10 @@ def bench_train(args, torch):
     if skipped:
         log("  " + skipped)
         return {"skipped": skipped, "iterations": args.train_iters}
-    c = char_gpt.build_parser().parse_args(["--max-iters", str(args.train_iters), "--seed", str(args.seed),
-                                            "--data", path])
+    options = ["--max-iters", str(args.train_iters), "--seed", str(args.seed), "--data", path]
+    if args.quick:  # a smoke run: evaluations on 2 batches instead of char_gpt's 20
+        options += ["--eval-iters", "2"]
+    c = char_gpt.build_parser().parse_args(options)
     with open(path, encoding="utf-8") as f:
         data = char_gpt.CharData(f.read())
     config = dict(vocab_size=len(data.chars), block_size=c.block_size, n_layer=c.n_layer, n_head=c.n_head,
