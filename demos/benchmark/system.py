@@ -161,7 +161,7 @@ def format_system(info):
         + (f", torch {info['torch_threads']}" if info["torch_threads"] else "")
         + (f", BLAS {info['blas_threads']}" if info.get("blas_threads") else ""),
         f"versions python {info['python']}, numpy {info['numpy']}, numba {info['numba']}, "
-        f"torch {info['torch'] or '(not installed)'}",
+        f"torch {info['torch'] or '(not used in this run)'}",
         f"numpy    BLAS: {info['blas']}",
         f"minigrad backend: {info['minigrad_backend']} (first matmul call in this process: "
         f"{info['first_matmul_call_s']:.2f} s; many seconds mean it was compiled rather than loaded "
