@@ -193,7 +193,14 @@ class Function:
 
     A forward that returns a tuple of arrays makes `apply` return a tuple of tensors; backward
     then takes one gradient per output: `backward(ctx, *grads)`.
+
+    An op whose values are real numbers whatever its inputs are (division, exp, cos, mean, softmax,
+    ...) sets `promotes_int_to_float = True`: `apply` then turns integer and bool inputs into the
+    default float dtype, float32, before `forward` sees them. This is PyTorch's rule; numpy would
+    give float64 (or float16 for bools), which a float32 model then refuses to mix with.
     """
+
+    promotes_int_to_float = False
 
     @staticmethod
     def forward(ctx, *arrays, **params):
@@ -207,6 +214,8 @@ class Function:
     def apply(cls, *inputs, **params):
         tensor = _tensor_module()
         inputs = tuple([x if isinstance(x, tensor.Tensor) else tensor.as_tensor(x) for x in inputs])
+        if cls.promotes_int_to_float:
+            inputs = tuple([t if t.dtype.kind in "fc" else t.to(tensor.DEFAULT_FLOAT) for t in inputs])
         needs = tuple([t._requires_grad for t in inputs]) if _modes.grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)
         ctx.fn = cls

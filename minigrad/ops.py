@@ -66,6 +66,8 @@ class Mul(Function):
 
 
 class Div(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -158,6 +160,8 @@ class PowScalar(Function):
 
 
 class Exp(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a):
         y = np.exp(a)
@@ -171,6 +175,8 @@ class Exp(Function):
 
 
 class Log(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -183,6 +189,8 @@ class Log(Function):
 
 
 class Sqrt(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a):
         y = np.sqrt(a)
@@ -208,6 +216,8 @@ class Abs(Function):
 
 
 class Sin(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -220,6 +230,8 @@ class Sin(Function):
 
 
 class Cos(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -232,6 +244,8 @@ class Cos(Function):
 
 
 class Tanh(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a):
         y = np.tanh(a)
@@ -245,6 +259,8 @@ class Tanh(Function):
 
 
 class Sigmoid(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a):
         y = 0.5 * (1 + np.tanh(0.5 * a))  # = 1 / (1 + e^-a), without overflow for large |a|
@@ -271,6 +287,8 @@ class ReLU(Function):
 
 class GELU(Function):
     """x * Phi(x) (exact, with erf) or its tanh approximation; the kernel lives in kernels/gelu.py."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
 
     @staticmethod
     def forward(ctx, a, approximate=False):
@@ -348,6 +366,8 @@ class Sum(Function):
 
 
 class Mean(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
         ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "mean")
@@ -366,6 +386,8 @@ class Var(Function):
 
     With no degrees of freedom left (n <= ddof, an empty axis included) d is 0, as in numpy and
     PyTorch: the variance is inf (NaN for 0/0), with a RuntimeWarning."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
 
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False, ddof=0):
@@ -719,6 +741,8 @@ def _rowwise_backward(ctx, g, kernel):
 
 
 class Softmax(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a, axis=-1):
         return _rowwise_forward(ctx, a, axis, kernels.softmax_forward)  # y = e^x / sum(e^x)
@@ -729,6 +753,8 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, a, axis=-1):
         return _rowwise_forward(ctx, a, axis, kernels.log_softmax_forward)  # y = x - log(sum(e^x))
@@ -742,6 +768,8 @@ class MaskedSoftmax(Function):
     """softmax(scale * x) over the last axis, counting only entries where `mask` is True; the
     others get weight 0. This is attention's softmax(Q K^T / sqrt(d_k) + M) in one pass, with
     M = 0 where allowed and -inf where not. mask: bool, broadcastable to x's shape (or None)."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
 
     @staticmethod
     def forward(ctx, a, mask=None, scale=1.0):
@@ -786,6 +814,8 @@ class ScaledDotProductAttention(Function):
     out), in one kernel: the scores never leave it, and keys past the last allowed one are skipped.
     """
 
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, q, k, v, mask=None, scale=None):
         for name, x in (("q", q), ("k", k), ("v", v)):
@@ -829,6 +859,8 @@ class ScaledDotProductAttention(Function):
 class LayerNorm(Function):
     """Normalize over the last axis, then scale and shift: y = (x - mean) / sqrt(var + eps) * w + b."""
 
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
     @staticmethod
     def forward(ctx, x, weight, bias, eps=1e-5):
         d = x.shape[-1]
@@ -853,6 +885,8 @@ class LayerNorm(Function):
 class CrossEntropy(Function):
     """Cross-entropy of logits (..., V) against integer targets (...), with label smoothing and
     an ignored target id. reduction: "mean" (over counted targets), "sum" or "none"."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
 
     @staticmethod
     def forward(ctx, logits, targets, ignore_index=-100, label_smoothing=0.0, reduction="mean"):

@@ -37,6 +37,21 @@ def _to_array(data, dtype=None):
 
 
 class Tensor:
+    """An n-dimensional array of numbers (`.data`, a numpy array), with the gradient that backward
+    leaves in `.grad` and, for the output of an op, the record of that op (`grad_fn`).
+
+    dtypes, as in PyTorch:
+    - Python floats become float32 (the default float dtype); numpy arrays keep their dtype.
+    - An op whose result is a real number whatever its inputs are (/, exp, log, sqrt, sin, cos,
+      tanh, sigmoid, gelu, softmax, mean, var, ...) computes integer and bool tensors in float32:
+      `mg.arange(4) / 4` is float32, not numpy's float64. (Function.apply does this, for every op
+      that sets `promotes_int_to_float`.) Sums, products, max, relu, ... of integers stay integers.
+    - An integer tensor meeting a float tensor or a Python float becomes float: `mg.arange(4) * 0.5`
+      and `mg.arange(4) ** 0.5` are float32.
+    - Two different float dtypes are never mixed silently (float32 + float64 raises): convert one
+      with `.float()` or `.double()`.
+    """
+
     __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_version", "_base", "_retains_grad", "__weakref__",
                  "__dict__")
     __array_priority__ = 1000  # numpy_array * tensor calls Tensor.__rmul__
@@ -222,7 +237,7 @@ class Tensor:
 
     def __pow__(self, exponent):
         if isinstance(exponent, numbers.Number):
-            return ops.PowScalar.apply(self, exponent=exponent)
+            return ops.PowScalar.apply(_meeting_number(self, exponent), exponent=exponent)
         return ops.Pow.apply(*_operands(self, exponent, "pow"))
 
     def __rpow__(self, base):
@@ -304,7 +319,7 @@ class Tensor:
         return ops.GELU.apply(self, approximate=approximate == "tanh")
 
     def clip(self, min=None, max=None):
-        return ops.Clip.apply(self, low=min, high=max)
+        return ops.Clip.apply(_meeting_number(_meeting_number(self, min), max), low=min, high=max)
 
     # ------------------------------------------------------------------ reductions
     def sum(self, axis=None, keepdims=False):
@@ -490,6 +505,14 @@ def _operands(a, b, op):
         elif fb:
             a = Tensor._from_op(a.data.astype(db), False)
     return a, b
+
+
+def _meeting_number(x, number):
+    """Tensor x, about to meet a Python number in an op (an exponent, a clip bound): an integer
+    tensor meeting a float becomes the default float dtype, as in `_operands` (x ** 0.5 as x * 0.5)."""
+    if number is None or isinstance(number, numbers.Integral) or x.data.dtype.kind in "fc":
+        return x
+    return x.to(DEFAULT_FLOAT)
 
 
 def _constant_like(x, other):
