@@ -133,7 +133,7 @@ def test_large_blocks_of_a_are_packed(transpose_a):
     a = random(rng, (k, m), np.float64).T if transpose_a else random(rng, (m, k), np.float64)
     b = random(rng, (k, n), np.float64)
     out = np.empty((1, m, n))
-    kernel = matmul_module._tasks_kernel(a.dtype)
+    kernel = matmul_module._run_tasks.for_dtype(a.dtype)
     kernel(a[np.newaxis], b[np.newaxis], out, np.zeros(0, a.dtype), 1, 1, 1, 0, 1)
     np.testing.assert_allclose(out[0], a @ b, rtol=1e-12, atol=1e-12 * np.abs(a).max() * np.abs(b).max() * k)
 

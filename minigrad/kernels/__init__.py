@@ -15,6 +15,7 @@ A kernel file (and numba with it) is imported when one of its kernels is first c
 """
 import importlib
 import os
+import sys
 
 from ._parallel import get_num_threads, set_num_threads
 
@@ -58,8 +59,14 @@ class use_backend:
 def implementation(name, backend=None, file=None):
     """The function that computes kernel `name` on `backend` (default: the current one):
     ``<name>_<backend>`` from the kernel file (by default the one that :data:`FILES` names)."""
-    module = importlib.import_module(f"{__name__}.{file or FILES[name]}")
-    return getattr(module, f"{name}_{backend or _backend}")
+    file = file or FILES[name]
+    backend = backend or _backend
+    if backend == "numba" and f"{__name__}.{file}" not in sys.modules:
+        from . import _warm  # on a fresh machine, compile on both cores (see _warm.py)
+
+        _warm.before_import(file)
+    module = importlib.import_module(f"{__name__}.{file}")
+    return getattr(module, f"{name}_{backend}")
 
 
 def _run(name, *args, **kwargs):

@@ -57,6 +57,31 @@ def jit(*args, parallel=False, **kwargs):
     return numba.njit(*args, parallel=parallel, **kwargs)
 
 
+class typed_jit:
+    """Decorator: compile a function for one fixed signature per dtype, when that dtype first comes.
+
+    ``@typed_jit(signature_of)`` where ``signature_of(numba_dtype)`` gives the signature;
+    ``f.for_dtype(np.float32)`` is then numba's compiled function for it. One version per dtype,
+    whatever the layouts of the arrays passed (numba converts them to the signature's types), and
+    none for a dtype never used: importing the kernel file compiles nothing.
+    """
+
+    def __init__(self, signature_of, **options):
+        self.signature_of, self.options, self.compiled = signature_of, options, {}
+
+    def __call__(self, py_func):
+        self.py_func = py_func
+        self.__doc__, self.__name__ = py_func.__doc__, py_func.__name__
+        return self
+
+    def for_dtype(self, dtype):
+        kernel = self.compiled.get(dtype)
+        if kernel is None:
+            signature = self.signature_of(numba.from_dtype(dtype))
+            kernel = self.compiled[dtype] = jit([signature], **self.options)(self.py_func)
+        return kernel
+
+
 def target_cpu_name():
     """The CPU LLVM compiles for (``NUMBA_CPU_NAME``, else the host's), e.g. "znver3"."""
     import llvmlite.binding as llvm
@@ -78,6 +103,19 @@ def cache_dir():
     from numba.misc.appdirs import AppDirs
 
     return AppDirs("numba", appauthor=False).user_cache_dir
+
+
+def _probe():
+    """A function that lives beside the kernels, to ask numba where it caches them."""
+    return 0
+
+
+def kernel_cache_path():
+    """The folder where numba keeps the kernels' cache files (``*.nbi`` indexes), or None."""
+    try:
+        return numba.njit(cache=True)(_probe)._cache._cache_path  # (creating it compiles nothing)
+    except Exception:  # pragma: no cover - numba's private layout changed
+        return None
 
 
 class _CompileNotice(event.Listener):

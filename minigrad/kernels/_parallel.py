@@ -60,42 +60,50 @@ def set_num_threads(n):
 
 
 class _Job:
-    """One kernel launch: the chunks of range(n_items) that the threads share out."""
+    """One kernel launch: the chunks of range(n_items) that the threads share out.
+
+    Chunks are handed out, and counted when finished, by ``itertools.count``, whose ``next`` is
+    atomic under the GIL. The caller waits only for chunks that some thread has taken: a worker that
+    wakes late (its core busy with another program) finds nothing left and holds nobody up.
+    """
 
     def __init__(self, kernel, args, n_items, n_chunks):
         self.kernel, self.args, self.n_items, self.n_chunks = kernel, args, n_items, n_chunks
-        self.next_chunk = itertools.count().__next__  # atomic under the GIL
+        self.next_chunk = itertools.count().__next__
+        self.count_finished = itertools.count(1).__next__
+        self.finished = threading.Event()  # set by whoever finishes the last chunk
         self.error = None
 
     def work(self):
         """Take chunks until none is left (called by every thread of the launch)."""
         n_items, n_chunks = self.n_items, self.n_chunks
-        try:
-            while True:
-                c = self.next_chunk()
-                if c >= n_chunks:
-                    return
+        while True:
+            c = self.next_chunk()
+            if c >= n_chunks:
+                return
+            try:
                 self.kernel(*self.args, c * n_items // n_chunks, (c + 1) * n_items // n_chunks)
-        except BaseException as error:  # re-raised in the caller's thread
-            self.error = error
+            except BaseException as error:  # re-raised in the caller's thread
+                self.error = error
+            if self.count_finished() == n_chunks:
+                self.finished.set()
 
 
 class _Worker:
-    """A daemon thread that sleeps on ``wake`` and runs the pool's current job when woken."""
+    """A daemon thread that sleeps until woken, then helps with the pool's current job."""
 
     def __init__(self, pool):
-        self.wake = threading.Lock()
-        self.done = threading.Lock()
-        self.wake.acquire()
-        self.done.acquire()
+        self.wake = threading.Event()
         self.pool = pool
         threading.Thread(target=self._loop, name="minigrad-worker", daemon=True).start()
 
     def _loop(self):
         while True:
-            self.wake.acquire()
-            self.pool.job.work()
-            self.done.release()
+            self.wake.wait()
+            self.wake.clear()
+            job = self.pool.job
+            if job is not None:
+                job.work()
 
 
 class _Pool:
@@ -113,32 +121,31 @@ class _Pool:
         try:
             while len(self.workers) < n_threads - 1:
                 self.workers.append(_Worker(self))
-            helpers = self.workers[: n_threads - 1]
             self.job = job
-            for worker in helpers:
-                worker.wake.release()
+            for worker in self.workers[: n_threads - 1]:
+                worker.wake.set()
             job.work()
-            for worker in helpers:
-                worker.done.acquire()
+            job.finished.wait()  # for the chunks still running on other threads
             self.job = None
         finally:
             self.busy.release()
 
 
 _pool = None
+_pool_lock = threading.Lock()
 
 
 def _forget_pool():
     """In a forked child: the parent's worker threads do not exist there; start afresh."""
-    global _pool
-    _pool = None
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def parallel_for(kernel, n_items, *args, chunks_per_thread=1, threads=None):
+def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
     """``kernel(*args, start, stop)`` over ``range(n_items)``, in chunks shared by the threads.
 
     With one thread (or one item) it is the single call ``kernel(*args, 0, n_items)``.
@@ -154,7 +161,8 @@ def parallel_for(kernel, n_items, *args, chunks_per_thread=1, threads=None):
     job = _Job(kernel, args, n_items, min(n_items, n_threads * chunks_per_thread))
     pool = _pool
     if pool is None:
-        pool = _pool = _Pool()
+        with _pool_lock:
+            pool = _pool = _pool or _Pool()
     pool.run(job, n_threads)
     if job.error is not None:
         raise job.error

@@ -34,7 +34,7 @@ numpy twin is quick, and compiling a float64 version would add seconds to numba'
 
 import numpy as np
 
-from ._jit import jit  # isort: skip
+from ._jit import jit, typed_jit  # isort: skip
 from numba import types  # noqa: E402
 from numba.core.imputils import impl_ret_borrowed  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
@@ -170,8 +170,8 @@ def _row_end(row, n):
     return 0
 
 
-# Explicit signatures: each kernel compiles once (or loads from the cache) when this module is first
-# imported, whatever the strides of its arrays.
+# Explicit signatures: each kernel compiles once (or loads from the cache) the first time it runs,
+# whatever the strides of its arrays.
 def _array(dtype, layout="A", readonly=False, ndim=4):
     return types.Array(dtype, ndim, layout, readonly=readonly)
 
@@ -187,7 +187,7 @@ def _backward_signature(dtype):
     return types.void(*inputs, *[_array(dtype)] * 3, *[types.intp] * 2)
 
 
-@jit([_forward_signature(types.float32)], error_model="numpy", cache=CACHE)
+@typed_jit(_forward_signature, error_model="numpy", cache=CACHE)
 def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
     """out and weights of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_v = q.shape[1], q.shape[2], k.shape[2], v.shape[3]
@@ -228,7 +228,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
         _copy_into(out_rows, out[b, h])
 
 
-@jit([_backward_signature(types.float32)], error_model="numpy", cache=CACHE)
+@typed_jit(_backward_signature, error_model="numpy", cache=CACHE)
 def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
     """dq, dk and dv of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_k, d_v = q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]
@@ -300,7 +300,7 @@ def attention_forward_numba(q, k, v, mask, scale):
         out.fill(0)
         weights.fill(0)
         return out, weights
-    parallel_for(forward_slices, B * h, q, k, v, mask, float(scale), out, weights,
+    parallel_for(forward_slices.for_dtype(q.dtype), B * h, q, k, v, mask, float(scale), out, weights,
                  threads=_threads(B * h, B * h * T_q * T_k * (d_k + d_v)))
     return out, weights
 
@@ -321,6 +321,6 @@ def attention_backward_numba(g, q, k, v, weights, mask, scale):
             d.fill(0)
         return dq, dk, dv
     B, h, T_q, T_k = weights.shape
-    parallel_for(backward_slices, B * h, g, q, k, v, weights, mask, float(scale), dq, dk, dv,
+    parallel_for(backward_slices.for_dtype(q.dtype), B * h, g, q, k, v, weights, mask, float(scale), dq, dk, dv,
                  threads=_threads(B * h, 2 * B * h * T_q * T_k * (q.shape[3] + v.shape[3])))
     return dq, dk, dv

@@ -13,7 +13,7 @@ inner loop over a whole row of D numbers, which LLVM vectorises.
 
 import numpy as np
 
-from ._jit import jit  # first: it sets LLVM options before numba is imported
+from ._jit import typed_jit  # first: it sets LLVM options before numba is imported
 
 from numba import types  # noqa: E402
 
@@ -25,8 +25,12 @@ def embedding_backward_numpy(ids, g, num_embeddings):
     return dweight
 
 
-@jit([types.void(types.int64[::1], types.Array(dtype, 2, "A", readonly=True), dtype[:, ::1])
-      for dtype in (types.float32, types.float64)])
+def _signature(dtype):
+    """ids int64 (N,), g (N, D) any strides, dweight (rows, D) C-contiguous."""
+    return types.void(types.int64[::1], types.Array(dtype, 2, "A", readonly=True), dtype[:, ::1])
+
+
+@typed_jit(_signature)
 def _scatter_add_rows(ids, g, dweight):
     for n in range(ids.shape[0]):
         row = dweight[ids[n]]
@@ -40,5 +44,5 @@ def embedding_backward_numba(ids, g, num_embeddings):
         raise ValueError(f"embedding_backward: need ids (N,) and a float gradient (N, D), got {ids.shape} "
                          f"and {g.shape} {g.dtype}")
     dweight = np.zeros((num_embeddings, g.shape[1]), dtype=g.dtype)
-    _scatter_add_rows(np.ascontiguousarray(ids, dtype=np.int64), g, dweight)
+    _scatter_add_rows.for_dtype(g.dtype)(np.ascontiguousarray(ids, dtype=np.int64), g, dweight)
     return dweight

@@ -41,7 +41,7 @@ A few numba details recur below:
 import numpy as np
 
 # _jit first: it sets numba's compiler options, which numba reads when it is first imported
-from ._jit import jit, numba  # isort: skip
+from ._jit import jit, numba, typed_jit  # isort: skip
 from ._cpu import choose_tile  # noqa: E402
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from numba import types  # noqa: E402
@@ -356,6 +356,20 @@ def _chunk(n_items, n_chunks, k):
     return k * n_items // n_chunks, (k + 1) * n_items // n_chunks
 
 
+def _signature(dtype):
+    """The one signature ``_run_tasks`` is compiled for, per dtype: inputs as read-only 3-D views
+    with any strides ('A' layout, which C-contiguous and writable arrays convert to), output
+    C-contiguous, a read-only 1-D bias, then five integers."""
+    return types.void(
+        types.Array(dtype, 3, "A", readonly=True),
+        types.Array(dtype, 3, "A", readonly=True),
+        types.Array(dtype, 3, "C"),
+        types.Array(dtype, 1, "C", readonly=True),
+        *[types.intp] * 5,
+    )
+
+
+@typed_jit(_signature, cache=CACHE)
 def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first, stop):
     """Tasks first <= task < stop. A task is a range of batch slices x a range of column strips x a
     range of rows; the n_batch_chunks * n_col_chunks * n_row_chunks tasks tile (B, M, N) in that
@@ -382,31 +396,6 @@ def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first,
             for sub_lo in range(block_lo, block_hi, MC // MR):  # at most MC rows of a at a time
                 sub_hi = min(sub_lo + MC // MR, block_hi)
                 matmul_block(a[i], b[i], c[i], bias, strip_lo, strip_hi, sub_lo, sub_hi, packed_a, packed_b, edge)
-
-
-def _signature(dtype):
-    """The one signature ``_run_tasks`` is compiled for, per dtype: inputs as read-only 3-D views
-    with any strides ('A' layout, which C-contiguous and writable arrays convert to), output
-    C-contiguous, a read-only 1-D bias, then five integers."""
-    return types.void(
-        types.Array(dtype, 3, "A", readonly=True),
-        types.Array(dtype, 3, "A", readonly=True),
-        types.Array(dtype, 3, "C"),
-        types.Array(dtype, 1, "C", readonly=True),
-        *[types.intp] * 5,
-    )
-
-
-_compiled = {}  # dtype -> _run_tasks compiled for it
-
-
-def _tasks_kernel(dtype):
-    """``_run_tasks`` compiled for `dtype`, the first time that dtype is multiplied: exactly one
-    version per dtype, whatever the layouts of the arrays, and none for a dtype never used."""
-    kernel = _compiled.get(dtype)
-    if kernel is None:
-        kernel = _compiled[dtype] = jit([_signature(numba.from_dtype(dtype))], cache=CACHE)(_run_tasks)
-    return kernel
 
 
 # --------------------------------------------------------------------------------------------
@@ -485,7 +474,7 @@ def matmul_numba(a, b, bias=None):
         a3 = a3.reshape(1, n_batch * n_rows, n_inner)  # a view, given the strides just checked
         b3, out3 = b3[:1], out.reshape(1, n_batch * n_rows, n_cols)
 
-    kernel = _tasks_kernel(a.dtype)
+    kernel = _run_tasks.for_dtype(a.dtype)
     n_threads = get_num_threads()
     if 2 * out.size * n_inner < SERIAL_FLOPS or n_threads == 1:  # all of it as one task, on this thread
         kernel(a3, b3, out3, padded_bias, 1, 1, 1, 0, 1)

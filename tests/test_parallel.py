@@ -1,0 +1,239 @@
+"""minigrad's thread pool (kernels/_parallel.py), the per-CPU matmul tile (kernels/_cpu.py), and the
+behaviour they promise: every item computed once, errors raised in the caller, safe launches from
+several threads, a fork after training, and a numpy backend that compiles nothing."""
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad.kernels import _cpu, _parallel
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _python(code, **env):
+    """Run `code` in a fresh interpreter from the repository, with extra environment variables."""
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=600)
+
+
+@pytest.fixture
+def threads():
+    """Set the thread count for one test, and put it back afterwards."""
+    before = mg.get_num_threads()
+    yield mg.set_num_threads
+    mg.set_num_threads(before)
+
+
+# ------------------------------------------------------------------------------- parallel_for
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("n_items", [0, 1, 2, 7, 100])
+@pytest.mark.parametrize("chunks_per_thread", [1, 4])
+def test_parallel_for_covers_every_item_once(threads, n_threads, n_items, chunks_per_thread):
+    threads(n_threads)
+    seen = np.zeros(n_items, dtype=np.int64)
+    calls = []
+
+    def kernel(out, start, stop):
+        calls.append((start, stop))
+        out[start:stop] += 1
+
+    _parallel.parallel_for(kernel, n_items, seen, chunks_per_thread=chunks_per_thread)
+    np.testing.assert_array_equal(seen, np.ones(n_items, dtype=np.int64))
+    assert all(start < stop for start, stop in calls)  # no empty chunks
+    assert len(calls) <= max(1, min(n_items, n_threads * chunks_per_thread))
+
+
+def test_parallel_for_raises_the_kernels_error_in_the_caller(threads):
+    threads(2)
+
+    def kernel(start, stop):
+        if start > 0:
+            raise ValueError(f"bad chunk {start}")
+
+    with pytest.raises(ValueError, match="bad chunk"):
+        _parallel.parallel_for(kernel, 10)
+    _parallel.parallel_for(lambda start, stop: None, 10)  # the pool still works afterwards
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_set_num_threads_refuses_nonsense(bad):
+    with pytest.raises(ValueError, match="set_num_threads"):
+        mg.set_num_threads(bad)
+
+
+def test_thread_count_from_the_environment():
+    result = _python("import minigrad as mg; print(mg.get_num_threads())", MINIGRAD_NUM_THREADS="3")
+    assert result.stdout.split() == ["3"], result.stderr
+    result = _python("import minigrad", MINIGRAD_NUM_THREADS="zero")
+    assert result.returncode != 0 and "MINIGRAD_NUM_THREADS" in result.stderr
+
+
+def test_launches_from_two_threads_at_once_both_finish_correctly(threads):
+    """Two threads launch kernels at the same moment (released together by an Event): one gets the
+    pool, the other runs its kernel on its own thread; both results are complete."""
+    threads(2)
+    go = threading.Event()
+    results, errors = {}, []
+
+    def launch(name):
+        try:
+            go.wait()
+            for _ in range(50):
+                out = np.zeros(1000)
+
+                def kernel(o, start, stop):
+                    o[start:stop] += np.arange(start, stop)
+
+                _parallel.parallel_for(kernel, 1000, out)
+                results[name] = out
+                assert out.sum() == 999 * 1000 / 2
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+
+    workers = [threading.Thread(target=launch, args=(name,)) for name in "ab"]
+    for w in workers:
+        w.start()
+    go.set()
+    for w in workers:
+        w.join(60)
+    assert not errors, errors
+    assert set(results) == {"a", "b"}
+
+
+# ------------------------------------------------------------------------------- training from threads and processes
+_TRAIN = """
+import threading
+import numpy as np
+import minigrad as mg
+from minigrad import optim
+from transformer import GPT, GPTConfig
+
+def train(seed, out):
+    mg.manual_seed(seed)
+    model = GPT(GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, d_model=32))
+    opt = optim.AdamW(model.parameters(), lr=1e-2)
+    ids = mg.tensor(np.random.default_rng(seed).integers(0, 11, (64, 8)))
+    for _ in range(3):
+        _, loss = model(ids, ids)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    out.append(loss.item())
+"""
+
+
+def test_two_threads_train_at_once_under_numbas_workqueue_layer():
+    """numba's 'workqueue' threading layer aborts the process when two threads launch parallel
+    regions at once; minigrad's kernels use no numba parallel region, so nothing aborts."""
+    code = _TRAIN + """
+out = []
+threads = [threading.Thread(target=train, args=(s, out)) for s in (1, 2)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(len(out), all(np.isfinite(out)))
+"""
+    result = _python(code, NUMBA_THREADING_LAYER="workqueue")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-2:] == ["2", "True"]
+
+
+def test_a_fork_pool_after_training_completes():
+    """Train, then map over a 'fork' multiprocessing pool: the children train too, and return."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    code = _TRAIN + """
+import multiprocessing
+train(0, [])
+def child(seed):
+    out = []
+    train(seed, out)
+    return out[0]
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    losses = pool.map_async(child, [1, 2]).get(timeout=300)
+print(len(losses), all(np.isfinite(losses)))
+"""
+    result = _python(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-2:] == ["2", "True"]
+
+
+def test_the_numpy_backend_compiles_nothing():
+    """A training step on the numpy backend, with numba's compile events recorded: there are none."""
+    code = _TRAIN + """
+from numba.core import event
+out = []
+with event.install_recorder("numba:compile") as compiles:
+    train(0, out)
+print(len(compiles.buffer), np.isfinite(out[0]))
+"""
+    result = _python(code, MINIGRAD_BACKEND="numpy")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-2:] == ["0", "True"]
+
+
+# ------------------------------------------------------------------------------- the matmul tile
+@pytest.mark.parametrize(
+    "features, machine, family",
+    [
+        ({"avx512f", "avx2", "fma"}, "x86_64", "avx512"),
+        ({"avx2", "fma", "avx"}, "x86_64", "avx2"),
+        ({"avx"}, "x86_64", "sse"),
+        ({"sse2"}, "x86_64", "sse"),
+        ({"neon"}, "arm64", "neon"),
+        (set(), "aarch64", "neon"),
+    ],
+)
+def test_simd_family_from_the_features(features, machine, family):
+    assert _cpu.simd_family(features, machine) == family
+
+
+@pytest.mark.parametrize("family", sorted(_cpu.TILES))
+def test_each_tile_fits_the_register_file(family):
+    """accumulators + vectors of b + broadcasts of a <= registers (see _cpu.py's table)."""
+    registers, width = {"avx512": (32, 16), "avx2": (16, 8), "neon": (32, 4), "sse": (16, 4)}[family]
+    rows, cols = _cpu.TILES[family]
+    assert rows * cols // width + cols // width + rows <= registers
+
+
+@pytest.mark.parametrize("text", ["4", "0x16", "9x16", "4x6", "4x128", "axb"])
+def test_a_forced_tile_is_checked(text):
+    with pytest.raises(ValueError, match="MINIGRAD_MATMUL_TILE"):
+        _cpu.parse_tile(text)
+
+
+_TILE_CHECK = """
+import numpy as np
+from minigrad.kernels import matmul as M
+rng = np.random.default_rng(0)
+worst = 0.0
+for dtype in (np.float32, np.float64):
+    for m, k, n in [(1, 1, 1), (M.MR, 3, M.NR), (M.MR + 1, 33, M.NR + 1), (37, 300, 3 * M.NR - 5),
+                    (130, 70, 50)]:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((k, n)).astype(dtype)
+        bias = rng.standard_normal(n).astype(dtype)
+        for x, y in ((a, b), (np.asfortranarray(a), b.T.copy().T)):
+            got = M.matmul_numba(x, y, bias)
+            err = np.abs(got - (x.astype(np.float64) @ y + bias))
+            # the classic bound of a sum of k products and a bias: (k + 1) eps (|x| @ |y| + |bias|)
+            bound = (k + 1) * np.finfo(dtype).eps * (np.abs(x).astype(np.float64) @ np.abs(y) + np.abs(bias))
+            worst = max(worst, (err / bound).max())
+print(M.MR, M.NR, worst)
+"""
+
+
+@pytest.mark.parametrize("tile", ["8x32", "4x16", "8x8", "6x16", "1x4"])
+def test_every_tile_computes_the_right_product(tile):
+    """numba compiles any tile on any CPU: each one gives the product, within the rounding error
+    bound of its sums, at edges and with transposed operands too."""
+    result = _python(_TILE_CHECK, MINIGRAD_MATMUL_TILE=tile, MINIGRAD_COMPILE_AHEAD="0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows, cols, worst = result.stdout.split()
+    assert f"{rows}x{cols}" == tile
+    assert float(worst) <= 1.0
