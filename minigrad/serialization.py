@@ -7,7 +7,8 @@ What can be saved: dicts with str keys, lists, tuples, numpy arrays and numpy sc
 and Python int, float, bool, str and None, nested in any way. A Tensor is saved as its array and
 comes back as a numpy array (the gradient and the graph are not saved).
 
-The file format is an ordinary numpy .npz (a zip of .npy files), readable without pickle:
+The file format is an ordinary numpy .npz (a zip of uncompressed .npy files, as numpy.savez
+writes it), readable without pickle:
 each array is stored under a key "a0", "a1", ...; the entry "minigrad_structure" holds, as UTF-8
 JSON bytes, the tree with the arrays replaced by their keys, e.g.
 
@@ -17,12 +18,18 @@ JSON bytes, the tree with the arrays replaced by their keys, e.g.
 
 Saving is atomic: the file is written under a temporary name in the same directory and renamed
 onto `path` only when complete, so a crash or a kill while saving leaves the previous checkpoint.
+
+Loading is safe for files from strangers: it never unpickles, it sets memory aside for an array
+only after checking that the file holds the bytes the array's header declares, it refuses trees
+nested more than MAX_DEPTH containers deep before parsing them, and whatever a broken or hostile
+file makes go wrong comes out as CheckpointError, the only error besides those of opening the file.
 """
 import json
+import math
 import os
+import re
 import tempfile
 import zipfile
-import zlib
 
 import numpy as np
 
@@ -33,6 +40,7 @@ __all__ = ["save", "load", "CheckpointError"]
 FORMAT_NAME = "minigrad-checkpoint"
 FORMAT_VERSION = 1
 STRUCTURE_KEY = "minigrad_structure"
+MAX_DEPTH = 100  # containers (dicts, lists, tuples) inside one another, at most
 
 
 class CheckpointError(ValueError):
@@ -40,8 +48,11 @@ class CheckpointError(ValueError):
 
 
 # ---------------------------------------------------------------------------- tree <-> JSON
-def _encode(obj, arrays, where):
+def _encode(obj, arrays, where, depth=0):
     """The JSON node for `obj`; arrays are appended to `arrays` and referred to by key."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"save: the object is nested more than {MAX_DEPTH} containers deep, at "
+                         f"{where if len(where) < 80 else where[:40] + ' ... ' + where[-30:]} (does it contain itself?)")
     if obj is None:
         return {"type": "none"}
     if isinstance(obj, bool):  # before int: True is an int too
@@ -65,30 +76,59 @@ def _encode(obj, arrays, where):
         for k in obj:
             if not isinstance(k, str):
                 raise TypeError(f"save: {where} has a key {k!r} of type {type(k).__name__}; keys must be str")
-        return {"type": "dict", "items": [[k, _encode(v, arrays, f"{where}[{k!r}]")] for k, v in obj.items()]}
+        items = [[k, _encode(v, arrays, f"{where}[{k!r}]", depth + 1)] for k, v in obj.items()]
+        return {"type": "dict", "items": items}
     if isinstance(obj, (list, tuple)):
-        return {"type": type(obj).__name__, "items": [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
+        items = [_encode(v, arrays, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
+        return {"type": type(obj).__name__, "items": items}
     raise TypeError(f"save: {where} has type {type(obj).__name__}, which cannot be saved "
                     "(use dicts with str keys, lists, tuples, arrays, Tensors, int, float, bool, str, None)")
 
 
+_VALUE_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
+
+
 def _decode(node, arrays):
-    kind = node["type"]
+    """The object that a JSON node stands for: the inverse of `_encode`. A node that `_encode`
+    cannot have written raises CheckpointError. (Its depth is bounded: see `_check_nesting`.)"""
+    kind = node.get("type") if isinstance(node, dict) else None
     if kind == "none":
         return None
-    if kind in ("bool", "int", "float", "str"):
-        return node["value"]
-    if kind == "array":
-        return arrays[node["key"]]
-    if kind == "scalar":
-        return arrays[node["key"]][()]
+    if kind in _VALUE_TYPES:
+        value = node.get("value")
+        if type(value) is not _VALUE_TYPES[kind]:
+            raise CheckpointError(f"corrupt checkpoint structure: a {kind} node holds {value!r}")
+        return value
+    if kind in ("array", "scalar"):
+        key = node.get("key")
+        if not isinstance(key, str) or key not in arrays:
+            raise CheckpointError(f"corrupt checkpoint structure: no array {key!r} in the file")
+        return arrays[key] if kind == "array" else arrays[key][()]
+    items = node.get("items") if kind in ("dict", "list", "tuple") else None
+    if not isinstance(items, list):
+        raise CheckpointError(f"corrupt checkpoint structure: unknown node {str(node)[:80]}")
     if kind == "dict":
-        return {k: _decode(v, arrays) for k, v in node["items"]}
-    if kind == "list":
-        return [_decode(v, arrays) for v in node["items"]]
-    if kind == "tuple":
-        return tuple(_decode(v, arrays) for v in node["items"])
-    raise KeyError(f"unknown node type {kind!r}")
+        if not all(isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) for item in items):
+            raise CheckpointError("corrupt checkpoint structure: a dict item is not a [str key, node] pair")
+        return {k: _decode(v, arrays) for k, v in items}
+    values = [_decode(v, arrays) for v in items]
+    return values if kind == "list" else tuple(values)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _check_nesting(text):
+    """Refuse JSON whose brackets nest deeper than a tree of MAX_DEPTH containers can, before
+    parsing it (the parser, and `_decode`, recurse once per level). Each container adds at most
+    3 levels of brackets (a dict: its node, its items, an item), and the outer object 2 more."""
+    skeleton = _JSON_STRING.sub("", text).encode("utf-8")  # brackets inside strings do not nest
+    codes = np.frombuffer(skeleton, dtype=np.uint8)
+    steps = np.isin(codes, list(b"[{")).astype(np.int64) - np.isin(codes, list(b"]}"))
+    depth = int(np.cumsum(steps).max(initial=0))
+    if depth > 3 * MAX_DEPTH + 2:
+        raise CheckpointError(f"the structure nests {depth} brackets deep; a checkpoint nests at most "
+                              f"{MAX_DEPTH} containers ({3 * MAX_DEPTH + 2} brackets)")
 
 
 # ---------------------------------------------------------------------------- save
@@ -161,36 +201,96 @@ def load(path):
     """Read a checkpoint written by `save`. Arrays (and saved Tensors) come back as numpy arrays,
     numpy scalars as numpy scalars, tuples as tuples.
 
-    Raises FileNotFoundError if there is no file, and CheckpointError if the file is not a
-    complete minigrad checkpoint: not an .npz, truncated or corrupt, an .npz without minigrad's
-    structure entry, or a format version newer than this minigrad reads. Never unpickles."""
+    Raises FileNotFoundError (or another OSError) if the file cannot be opened, and
+    CheckpointError for anything wrong with its contents: not an .npz, truncated or corrupt, an
+    .npz without minigrad's structure entry, a format version newer than this minigrad reads,
+    an array whose header declares more bytes than the file holds, a tree nested deeper than
+    MAX_DEPTH. Never unpickles. A server that catches CheckpointError sees no other error from a
+    bad file (any other failure while reading is reported as CheckpointError, caused by it)."""
     path = os.fspath(path)
     with open(path, "rb") as f:
-        header = f.read(4)
-        if len(header) < 4:
-            raise CheckpointError(f"{path}: truncated or corrupt checkpoint: only {len(header)} bytes long")
-        if header != b"PK\x03\x04":
-            raise CheckpointError(f"{path}: not a minigrad checkpoint: not an .npz file (no zip header)")
-        f.seek(0)
         try:
-            with np.load(f, allow_pickle=False) as npz:
-                if STRUCTURE_KEY not in npz.files:
-                    raise CheckpointError(f"{path}: not a minigrad checkpoint: an .npz file without the "
-                                          f"'{STRUCTURE_KEY}' entry (was it written by numpy.savez?)")
-                info = json.loads(npz[STRUCTURE_KEY].tobytes().decode("utf-8"))
-                if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
-                    raise CheckpointError(f"{path}: not a minigrad checkpoint: its structure entry "
-                                          f"names format {info.get('format') if isinstance(info, dict) else None!r}")
-                version = info.get("version")
-                if version != FORMAT_VERSION:
-                    raise CheckpointError(f"{path}: checkpoint format version {version!r}; this minigrad "
-                                          f"reads version {FORMAT_VERSION} (saved by a newer minigrad?)")
-                arrays = {key: npz[key] for key in npz.files if key != STRUCTURE_KEY}
-        except CheckpointError:
-            raise
-        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError) as error:
-            raise CheckpointError(f"{path}: truncated or corrupt checkpoint: {error}") from error
-    try:
-        return _decode(info["tree"], arrays)
-    except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"{path}: corrupt checkpoint structure: {error!r}") from error
+            return _load(f)
+        except CheckpointError as error:
+            raise CheckpointError(f"{path}: {error}") from error.__cause__
+        except Exception as error:  # noqa: BLE001  (the bytes are to blame, not the caller)
+            raise CheckpointError(f"{path}: truncated or corrupt checkpoint: {error!r}") from error
+
+
+def _load(f):
+    header = f.read(4)
+    if len(header) < 4:
+        raise CheckpointError(f"truncated or corrupt checkpoint: only {len(header)} bytes long")
+    if header != b"PK\x03\x04":
+        raise CheckpointError("not a minigrad checkpoint: not an .npz file (no zip header)")
+    f.seek(0)
+    arrays = _read_npz(f)
+    if STRUCTURE_KEY not in arrays:
+        raise CheckpointError(f"not a minigrad checkpoint: an .npz file without the '{STRUCTURE_KEY}' entry "
+                              "(was it written by numpy.savez?)")
+    text = arrays.pop(STRUCTURE_KEY).tobytes().decode("utf-8")
+    _check_nesting(text)
+    info = json.loads(text)
+    if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
+        raise CheckpointError("not a minigrad checkpoint: its structure entry names format "
+                              f"{info.get('format') if isinstance(info, dict) else None!r}")
+    version = info.get("version")
+    if version != FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint format version {version!r}; this minigrad reads version "
+                              f"{FORMAT_VERSION} (saved by a newer minigrad?)")
+    return _decode(info.get("tree"), arrays)
+
+
+def _read_npz(f):
+    """{key: array} for every member "key.npy" of the zip file `f`. A member is read only if its
+    sizes fit the file: stored uncompressed (as numpy.savez, and so `save`, writes), and no larger
+    than the whole file on disk."""
+    file_size = os.fstat(f.fileno()).st_size
+    arrays = {}
+    with zipfile.ZipFile(f) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if not name.endswith(".npy"):
+                raise CheckpointError(f"not a minigrad checkpoint: member {name!r} is not an .npy array")
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise CheckpointError(f"member {name!r} is compressed (zip method {info.compress_type}); "
+                                      "minigrad checkpoints are stored uncompressed")
+            if info.file_size != info.compress_size or info.compress_size > file_size:
+                raise CheckpointError(f"truncated or corrupt checkpoint: member {name!r} claims "
+                                      f"{info.file_size} bytes in a file of {file_size}")
+            with archive.open(info) as member:
+                arrays[name[:-len(".npy")]] = _read_npy(member, info.file_size, name)
+    return arrays
+
+
+def _read_npy(member, size, name):
+    """The array in a .npy member of `size` bytes. Its header declares a shape and a dtype; they
+    must account for exactly the bytes that follow the header before memory is set aside."""
+    version = np.lib.format.read_magic(member)
+    if version == (1, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(member)
+    elif version == (2, 0):
+        shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(member)
+    else:
+        raise CheckpointError(f"member {name!r}: .npy format version {version} is not one numpy.savez writes")
+    if dtype.hasobject:
+        raise CheckpointError(f"member {name!r} holds Python objects, which would need pickle")
+    data_size = size - member.tell()
+    needed = math.prod(shape) * dtype.itemsize
+    if any(n < 0 for n in shape) or needed != data_size:
+        raise CheckpointError(f"truncated or corrupt checkpoint: member {name!r} declares shape {shape} of "
+                              f"{dtype}, {needed} bytes, but holds {data_size}")
+    array = np.empty(math.prod(shape), dtype=dtype)
+    if needed:
+        _read_into(member, array.view(np.uint8), name)
+    return array.reshape(shape, order="F" if fortran_order else "C")
+
+
+def _read_into(member, buffer, name, chunk=1 << 20):
+    """Fill the uint8 array `buffer` from `member`, a chunk at a time (reading it all at once would
+    hold a second copy of it in memory); the zip checks the CRC at the end."""
+    view = memoryview(buffer)
+    for start in range(0, len(view), chunk):
+        part = view[start:start + chunk]
+        if member.readinto(part) != len(part):
+            raise CheckpointError(f"truncated or corrupt checkpoint: member {name!r} ends early")
