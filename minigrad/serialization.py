@@ -4,13 +4,14 @@
     checkpoint = minigrad.load("ckpt.npz")
 
 What can be saved: dicts with str keys, lists, tuples, numpy arrays and numpy scalars, Tensors,
-and Python int, float, bool, str and None, nested in any way. A Tensor is saved as its array and
-comes back as a numpy array (the gradient and the graph are not saved).
+and Python int, float, bool, str and None, nested in any way up to MAX_DEPTH (100) containers
+deep. A Tensor is saved as its array and comes back as a numpy array (the gradient and the graph
+are not saved).
 
 The file format is an ordinary numpy .npz (a zip of uncompressed .npy files, as numpy.savez
-writes it), readable without pickle:
-each array is stored under a key "a0", "a1", ...; the entry "minigrad_structure" holds, as UTF-8
-JSON bytes, the tree with the arrays replaced by their keys, e.g.
+writes it), readable without pickle: each array is stored under a key "a0", "a1", ...; the entry
+"minigrad_structure" holds, as UTF-8 JSON bytes, the tree with the arrays replaced by their keys,
+e.g.
 
     {"format": "minigrad-checkpoint", "version": 1,
      "tree": {"type": "dict", "items": [["step", {"type": "int", "value": 1000}],
