@@ -63,6 +63,7 @@ for _name in (
 del _name
 
 from . import nn, optim  # noqa: E402
+from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)
 from .serialization import CheckpointError, load, save  # noqa: E402
 
 keep_freed_memory()

@@ -16,6 +16,11 @@ from . import kernels
 from .autograd import Function, SliceGrad
 from .random import generator
 
+try:  # the error for an axis out of range: in numpy.exceptions from numpy 1.25, at the top level before
+    from numpy.exceptions import AxisError
+except ImportError:
+    from numpy import AxisError
+
 
 def _as_rows(x):
     """x (..., n) as 2-D rows (R, n), R the product of the leading axes. (x.reshape(-1, n) cannot
@@ -341,7 +346,7 @@ def _normalize_axes(axis, shape, op):
     out = []
     for ax in axes:
         if not -ndim <= ax < ndim:  # a 0-d tensor has no axis at all
-            raise np.exceptions.AxisError(f"{op}: axis {ax} is out of range for a tensor of shape {shape} ({ndim} dims)")
+            raise AxisError(f"{op}: axis {ax} is out of range for a tensor of shape {shape} ({ndim} dims)")
         out.append(int(ax) % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: axis {axis} names an axis twice (tensor of shape {shape})")

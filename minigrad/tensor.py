@@ -20,7 +20,7 @@ DEFAULT_FLOAT = np.float32
 def _axis(axis, ndim, op, shape):
     """Check one axis (negatives count from the end) and return it as 0..ndim-1."""
     if not isinstance(axis, numbers.Integral) or not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(f"{op}: axis {axis} is out of range for a tensor of shape {shape} ({len(shape)} dims)")
+        raise ops.AxisError(f"{op}: axis {axis} is out of range for a tensor of shape {shape} ({len(shape)} dims)")
     return int(axis) % ndim
 
 
