@@ -232,3 +232,16 @@ def test_mixed_dtypes_are_refused():
     k = v = minigrad.zeros(6, 4)
     with pytest.raises(TypeError, match="float64.*float32"):
         F.scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_both_twins_keep_the_dtype_with_a_numpy_scale(dtype):
+    """A scale such as 1 / np.sqrt(d_k) is a numpy float64: the outputs keep q's dtype anyway."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 2, 3, 4)).astype(dtype) for _ in range(3))
+    scale = 1 / np.sqrt(4)
+    for forward, backward in ((attention_forward_numpy, attention_backward_numpy),
+                              (attention_forward_numba, attention_backward_numba)):
+        out, weights = forward(q, k, v, None, scale)
+        grads = backward(np.ones_like(out), q, k, v, weights, None, scale)
+        assert {a.dtype for a in (out, weights, *grads)} == {np.dtype(dtype)}, forward.__name__

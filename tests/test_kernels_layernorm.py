@@ -116,3 +116,16 @@ def test_layer_norm_rejects_mismatched_parameters():
         layer_norm_forward_numba(x, np.ones(4, np.float32), np.zeros(4, np.float32))
     with pytest.raises(ValueError):
         layer_norm_forward_numba(x, np.ones(3, np.float64), np.zeros(3, np.float64))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("forward", [layer_norm_forward_numpy, layer_norm_forward_numba])
+def test_a_row_whose_variance_overflows_gives_nan_not_zeros(forward):
+    """float32 entries near 3e38: their variance overflows. Both twins say NaN for that row (as an
+    overflow anywhere else does), and leave the other rows alone."""
+    x = np.array([[3e38, 3e38, -3e38, 1.0], [1.0, 2.0, 3.0, 4.0]], dtype=np.float32)
+    weight, bias = np.ones(4, np.float32), np.zeros(4, np.float32)
+    y, _, rstd = forward(x, weight, bias)
+    assert np.isnan(y[0]).all() and np.isnan(rstd[0])
+    expected, _, _ = layer_norm_forward_numpy(x[1:].astype(np.float64), weight, bias)
+    np.testing.assert_allclose(y[1], expected[0], rtol=1e-5)

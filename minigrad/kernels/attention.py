@@ -54,6 +54,7 @@ SERIAL_FLOPS = 200_000  # below this many multiply-adds, one thread does the who
 
 def attention_forward_numpy(q, k, v, mask, scale):
     """-> (out (B, h, T_q, d_v), weights (B, h, T_q, T_k)); mask None or bool (B, h, T_q, T_k)."""
+    scale = q.dtype.type(scale)  # (a numpy float64 scale would make float32 scores float64)
     scores = scale * (q @ np.swapaxes(k, -1, -2))
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
@@ -67,6 +68,7 @@ def attention_forward_numpy(q, k, v, mask, scale):
 def attention_backward_numpy(g, q, k, v, weights, mask, scale):
     """-> (dq, dk, dv) from g = d loss / d out (B, h, T_q, d_v) and the forward's weights (and its
     mask, which this twin does not need: the weights are zero where it blocks)."""
+    scale = q.dtype.type(scale)
     dv = np.swapaxes(weights, -1, -2) @ g  # out = W V  =>  dV = W^T g
     dp = g @ np.swapaxes(v, -1, -2)  # dW = g V^T
     ds = scale * weights * (dp - (dp * weights).sum(axis=-1, keepdims=True))  # softmax backward

@@ -6,7 +6,8 @@ For each row x (D entries) with per-feature ``weight`` and ``bias`` (D,):
     rstd = 1 / sqrt(var + eps),  xhat = (x - mean) * rstd,  y = xhat * weight + bias.
 
 The forward also returns ``mean`` and ``rstd`` (R,) for the backward. A constant row has var = 0 and
-gives y = bias (finite, since eps > 0).
+gives y = bias (finite, since eps > 0). A row whose variance overflows (float32 entries near 3e38)
+gives NaN, as an overflow anywhere else does, never a quiet row of zeros.
 
 The backward's dweight and dbias are sums over rows. The compiled version cuts the rows into blocks
 of ``ROWS_PER_BLOCK``, sums each block into its own partial row (so threads never write to the same
@@ -46,7 +47,7 @@ def layer_norm_forward_numpy(x, weight, bias, eps=1e-5):
     mean = x.mean(axis=-1)
     centered = x - mean[:, None]
     var = (centered * centered).mean(axis=-1)
-    rstd = 1 / np.sqrt(var + eps)
+    rstd = np.where(np.isfinite(var), 1 / np.sqrt(var + eps), np.nan)  # overflow: NaN, not 0
     y = centered * rstd[:, None] * weight + bias
     return y, mean, rstd
 
@@ -84,6 +85,8 @@ def _layer_norm_forward_rows(x, weight, bias, eps, y, mean, rstd, start, stop):
             d = x[r, j] - row_mean
             square_sum = simd_add(square_sum, d * d)
         row_rstd = x.dtype.type(1) / np.sqrt(square_sum / size + eps)
+        if not np.isfinite(square_sum):  # the variance overflowed: NaN, not silent zeros
+            row_rstd = x.dtype.type(np.nan)
         for j in range(n):
             y[r, j] = (x[r, j] - row_mean) * row_rstd * weight[j] + bias[j]
         mean[r] = row_mean
