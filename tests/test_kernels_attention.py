@@ -245,3 +245,11 @@ def test_both_twins_keep_the_dtype_with_a_numpy_scale(dtype):
         out, weights = forward(q, k, v, None, scale)
         grads = backward(np.ones_like(out), q, k, v, weights, None, scale)
         assert {a.dtype for a in (out, weights, *grads)} == {np.dtype(dtype)}, forward.__name__
+
+
+def test_attention_with_no_keys_gives_zeros_on_both_twins():
+    q, k = np.ones((1, 2, 3, 4), np.float32), np.ones((1, 2, 0, 4), np.float32)
+    for forward in (attention_forward_numpy, attention_forward_numba):
+        out, weights = forward(q, k, k, None, 0.5)
+        assert out.shape == (1, 2, 3, 4) and weights.shape == (1, 2, 3, 0)
+        assert not out.any()

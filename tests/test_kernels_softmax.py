@@ -340,3 +340,13 @@ def test_float32_masked_softmax_loops_are_vectorised_without_gathers():
     llvm_ir = next(iter(kernel.inspect_llvm().values()))
     assert "x float>" in llvm_ir
     assert "gather" not in llvm_ir and "scatter" not in llvm_ir
+
+
+@pytest.mark.parametrize("mask_rows", [0, 1, 2])
+def test_masked_softmax_of_no_rows(mask_rows):
+    """A (0, 4) batch of scores gives a (0, 4) result on both twins, whatever mask tiles it."""
+    from minigrad.kernels.softmax import masked_softmax_forward_numba, masked_softmax_forward_numpy
+
+    x, mask = np.zeros((0, 4), np.float32), np.ones((mask_rows, 4), bool)
+    for forward in (masked_softmax_forward_numpy, masked_softmax_forward_numba):
+        assert forward(x, mask, 0.5).shape == (0, 4)

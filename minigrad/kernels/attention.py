@@ -58,7 +58,7 @@ def attention_forward_numpy(q, k, v, mask, scale):
     scores = scale * (q @ np.swapaxes(k, -1, -2))
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
-    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = scores.max(axis=-1, keepdims=True, initial=-np.inf)  # (initial: there may be no keys)
     e = np.exp(scores - np.where(np.isneginf(row_max), 0, row_max))  # a fully blocked row: e = 0
     total = e.sum(axis=-1, keepdims=True)
     weights = e / np.where(total == 0, 1, total)

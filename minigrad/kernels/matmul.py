@@ -434,19 +434,36 @@ def _split_work(n_batch, n_rows, n_cols, n_threads):
 
 
 def matmul_numba(a, b, bias=None):
+    """``a @ b`` (+ ``bias``): float32 with the compiled blocked kernel, float64 with the numpy twin.
+
+    float64 serves gradient checks, on small inputs, where BLAS's float64 product is quick and
+    exact; compiling the kernel for float64 as well would add many seconds to the first start.
+    (``matmul_compiled`` runs the kernel for either dtype.)
+    """
+    if a.dtype == np.float64 and b.dtype == np.float64:
+        _check("matmul_numba", a, b, bias)
+        return matmul_numpy(a, b, bias)
+    return matmul_compiled(a, b, bias)
+
+
+def _check(name, a, b, bias):
+    if a.dtype != b.dtype or a.dtype not in (np.float32, np.float64):
+        raise TypeError(f"{name}: need two float32 or two float64 arrays, got {a.dtype} and {b.dtype}")
+    if a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"{name}: shapes {a.shape} and {b.shape} do not match")
+    if bias is not None and (bias.shape != (b.shape[-1],) or bias.dtype != a.dtype):
+        raise ValueError(f"{name}: bias {bias.shape} {bias.dtype} does not fit {b.shape[-1]} columns of {a.dtype}")
+
+
+def matmul_compiled(a, b, bias=None):
     """``a @ b`` (+ ``bias``) with the compiled blocked kernel.
 
     a: (*batch, M, K), b: (*batch, K, N) with the same batch shape (strides may be zero) and the
     same dtype, float32 or float64; any layout. bias: None or (N,), added to every row as the sums
     start (no extra pass over the result). Returns a new C-contiguous (*batch, M, N) array.
     """
-    if a.dtype != b.dtype or a.dtype not in (np.float32, np.float64):
-        raise TypeError(f"matmul_numba: need two float32 or two float64 arrays, got {a.dtype} and {b.dtype}")
-    if a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul_numba: shapes {a.shape} and {b.shape} do not match")
+    _check("matmul_numba", a, b, bias)
     batch_shape, (n_rows, n_inner), n_cols = a.shape[:-2], a.shape[-2:], b.shape[-1]
-    if bias is not None and (bias.shape != (n_cols,) or bias.dtype != a.dtype):
-        raise ValueError(f"matmul_numba: bias {bias.shape} {bias.dtype} does not fit {n_cols} columns of {a.dtype}")
     out = np.empty((*batch_shape, n_rows, n_cols), dtype=a.dtype)
     if out.size == 0:
         return out

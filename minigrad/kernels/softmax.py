@@ -77,7 +77,8 @@ def masked_softmax_forward_numpy(x, mask, scale):
     z = x.dtype.type(scale) * x
     if mask is not None:
         n_mask_rows, n = mask.shape
-        z = np.where(mask, z.reshape(-1, n_mask_rows, n), -np.inf).reshape(x.shape)
+        n_tiles = x.shape[0] // n_mask_rows if n_mask_rows else 0
+        z = np.where(mask, z.reshape(n_tiles, n_mask_rows, n), -np.inf).reshape(x.shape)
     return softmax_forward_numpy(z)
 
 
@@ -258,7 +259,9 @@ def _mask_rows(name, mask, x):
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
         raise TypeError(f"{name}: mask must be bool, got {mask.dtype}")
-    if mask.ndim != 2 or mask.shape[1] != x.shape[1] or mask.shape[0] == 0 or x.shape[0] % mask.shape[0]:
+    n_mask_rows = mask.shape[0] if mask.ndim == 2 else 0
+    tiles = x.shape[0] % n_mask_rows == 0 if n_mask_rows else x.shape[0] == 0
+    if mask.ndim != 2 or mask.shape[1] != x.shape[1] or not tiles:
         raise ValueError(f"{name}: mask of shape {mask.shape} does not tile rows of shape {x.shape}")
     mask = np.ascontiguousarray(mask)
     if not mask.flags.writeable:  # (another numba type: copy rather than compile)
