@@ -625,6 +625,6 @@ def test_unbind_errors_and_views():
     x = mg.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     rows = x.unbind(0)
     assert [r.shape for r in rows] == [(3,), (3,)] and np.shares_memory(rows[0].data, x.data)
-    with pytest.raises(np.exceptions.AxisError, match="unbind"):
+    with pytest.raises(mg.AxisError, match="unbind"):
         x.unbind(2)
     assert mg.zeros(0, 3).split(2, axis=0) == ()
