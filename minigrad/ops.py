@@ -21,6 +21,14 @@ try:  # the error for an axis out of range: in numpy.exceptions from numpy 1.25,
 except ImportError:
     from numpy import AxisError
 
+_NUMPY_1 = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
+def _in_dtype_of(a, y):
+    """y in the float dtype of the input a. numpy < 2 computes a 0-d array (or a whole reduction)
+    with a Python number in float64; numpy 2 keeps the array's dtype (NEP 50), and so does minigrad."""
+    return y.astype(a.dtype, copy=False) if _NUMPY_1 and a.dtype.kind == "f" else y
+
 
 def _as_rows(x):
     """x (..., n) as 2-D rows (R, n), R the product of the leading axes. (x.reshape(-1, n) cannot
@@ -153,7 +161,7 @@ class PowScalar(Function):
     def forward(ctx, a, exponent):
         ctx.save_for_backward(a)
         ctx.exponent = exponent
-        return np.power(a, exponent)
+        return _in_dtype_of(a, np.power(a, exponent))
 
     @staticmethod
     def backward(ctx, g):
@@ -268,7 +276,7 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx, a):
-        y = 0.5 * (1 + np.tanh(0.5 * a))  # = 1 / (1 + e^-a), without overflow for large |a|
+        y = _in_dtype_of(a, 0.5 * (1 + np.tanh(0.5 * a)))  # = 1 / (1 + e^-a), without overflow for large |a|
         ctx.save_for_backward(y)
         return y
 
@@ -282,7 +290,7 @@ class ReLU(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return np.maximum(a, 0)
+        return _in_dtype_of(a, np.maximum(a, 0))
 
     @staticmethod
     def backward(ctx, g):
@@ -312,7 +320,7 @@ class Clip(Function):
     def forward(ctx, a, low=None, high=None):
         ctx.save_for_backward(a)
         ctx.low, ctx.high = low, high
-        return np.clip(a, low, high)
+        return _in_dtype_of(a, np.clip(a, low, high))
 
     @staticmethod
     def backward(ctx, g):
@@ -405,7 +413,7 @@ class Var(Function):
         centered = a - np.mean(a, axis=ctx.axes, keepdims=True) if n else a  # (no values: nothing to center)
         ctx.save_for_backward(centered)
         with np.errstate(divide="ignore", invalid="ignore"):  # d = 0 gives inf or NaN, as warned
-            return np.sum(centered * centered, axis=ctx.axes, keepdims=keepdims) / ctx.divisor
+            return _in_dtype_of(a, np.sum(centered * centered, axis=ctx.axes, keepdims=keepdims) / ctx.divisor)
 
     @staticmethod
     def backward(ctx, g):
