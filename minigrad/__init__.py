@@ -8,21 +8,8 @@
 """
 from . import kernels
 from ._allocator import keep_freed_memory
-from .autograd import (
-    AnomalyError,
-    Context,
-    Function,
-    detect_anomaly,
-    enable_grad,
-    is_anomaly_enabled,
-    is_grad_enabled,
-    no_grad,
-)
-from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
-from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
-from .random import manual_seed
-from .tensor import (
-    Tensor,
+from .autograd import Context, Function
+from .creation import (
     arange,
     as_tensor,
     cat,
@@ -40,6 +27,11 @@ from .tensor import (
     zeros,
     zeros_like,
 )
+from .grad_mode import AnomalyError, detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad
+from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
+from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
+from .random import manual_seed
+from .tensor import Tensor
 
 float32, float64, int64, bool_ = "float32", "float64", "int64", "bool"
 

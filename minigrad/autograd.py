@@ -20,101 +20,20 @@ places, so its gradient adds the copies up).
 import functools
 import importlib
 import os
-import threading
 import traceback
 import weakref
 
 import numpy as np
 
-
-# ----------------------------------------------------------------------------- modes, per thread
-class _ThreadModes(threading.local):
-    """The modes of the thread that reads them. Each thread has its own (as in PyTorch): a new
-    thread starts with the values below, not with those of the thread that started it."""
-
-    grad_enabled = True  # ops record the graph that backward walks
-    anomaly_enabled = False  # ops check their results for NaN and Inf
-
-
-_modes = _ThreadModes()
-
-
-class _ModeSwitch:
-    """Context manager and decorator: inside, this thread's mode `mode` (an attribute of
-    `_modes`) is `on`; at the exit, even by an exception, it is back to what it was."""
-
-    mode = None
-
-    def __init__(self, on):
-        self.on = on
-        self.previous = []  # a stack: the same object may be entered again inside its own block
-
-    def __enter__(self):
-        self.previous.append(getattr(_modes, self.mode))
-        setattr(_modes, self.mode, self.on)
-        return self
-
-    def __exit__(self, *exc):
-        setattr(_modes, self.mode, self.previous.pop())
-
-    def __call__(self, fn):
-        """As a decorator: each call of `fn` runs inside a switch of its own, so calls from
-        several threads at once, or recursive ones, never share `previous`."""
-
-        @functools.wraps(fn)
-        def switched(*args, **kwargs):
-            with type(self)(self.on):
-                return fn(*args, **kwargs)
-
-        return switched
-
-
-# ----------------------------------------------------------------------------- grad mode
-class _GradMode(_ModeSwitch):
-    mode = "grad_enabled"
-
-
-def is_grad_enabled():
-    """Whether ops record a graph in the current thread (True unless inside `no_grad`)."""
-    return _modes.grad_enabled
-
-
-def no_grad():
-    """Context manager and decorator: ops inside record no graph (inference, optimizer steps).
-
-    It applies to the current thread only: another thread keeps recording, and a thread started
-    inside the block starts with gradients on (as in PyTorch)."""
-    return _GradMode(False)
-
-
-def enable_grad():
-    """Context manager and decorator: turn graph recording back on inside a `no_grad` block
-    (of the current thread only, as `no_grad`)."""
-    return _GradMode(True)
-
-
-# ----------------------------------------------------------------------------- anomaly mode
-class AnomalyError(FloatingPointError):
-    """Raised under `detect_anomaly()` by the first op that produces NaN or Inf."""
-
-
-class detect_anomaly(_ModeSwitch):
-    """Inside this context (or a function it decorates), the first op whose forward or backward
-    makes NaN or Inf raises `AnomalyError`, naming the op, the shapes of its inputs and the line
-    that called it. It applies to the current thread only, as `no_grad`.
-
-    It slows every op down (a finiteness check and a stack look-up), so use it to hunt a NaN,
-    not for training."""
-
-    mode = "anomaly_enabled"
-
-    def __init__(self, on=True):
-        super().__init__(on)
-
-
-def is_anomaly_enabled():
-    """Whether the current thread is inside `detect_anomaly`."""
-    return _modes.anomaly_enabled
+from .grad_mode import (  # noqa: F401  (re-exported: autograd.no_grad and the others keep working)
+    AnomalyError,
+    _modes,
+    detect_anomaly,
+    enable_grad,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+)
 
 
 def __getattr__(name):
@@ -127,6 +46,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# ----------------------------------------------------------------------------- anomaly mode's checks
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -213,7 +133,7 @@ class Function:
     @classmethod
     def apply(cls, *inputs, **params):
         tensor = _tensor_module()
-        inputs = tuple([x if isinstance(x, tensor.Tensor) else tensor.as_tensor(x) for x in inputs])
+        inputs = tuple([x if isinstance(x, tensor.Tensor) else tensor.Tensor(x) for x in inputs])
         if cls.promotes_int_to_float:
             inputs = tuple([t if t.dtype.kind in "fc" else t.to(tensor.DEFAULT_FLOAT) for t in inputs])
         needs = tuple([t._requires_grad for t in inputs]) if _modes.grad_enabled else (False,) * len(inputs)

@@ -8,6 +8,7 @@ autograd walk sums it down to the input's shape (see `autograd.unbroadcast`).
 The heavy ops (matmul, softmax, layer norm, gelu, cross-entropy) call `kernels`, which runs a numba
 kernel or its numpy twin.
 """
+import numbers
 import warnings
 
 import numpy as np
@@ -359,6 +360,13 @@ def _normalize_axes(axis, shape, op):
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: axis {axis} names an axis twice (tensor of shape {shape})")
     return tuple(out)
+
+
+def _axis(axis, ndim, op, shape):
+    """Check one axis (negatives count from the end) and return it as 0..ndim-1."""
+    if not isinstance(axis, numbers.Integral) or not -ndim <= axis < ndim:
+        raise AxisError(f"{op}: axis {axis} is out of range for a tensor of shape {shape} ({len(shape)} dims)")
+    return int(axis) % ndim
 
 
 def _expand_reduced(g, shape, axes):

@@ -5,23 +5,21 @@
     y.backward()
     x.grad            # array([[2., 4.]], dtype=float32)
 
-Every method that computes something calls an op from `ops.py` through `Function.apply`.
+Every method that computes something calls an op from `ops.py` through `Function.apply`. This
+file holds the class itself (attributes, autograd, in-place updates, dtypes, the operators and the
+dtype rules for their operands); it inherits the elementwise functions and reductions from
+tensor_math.py, and the shape methods from tensor_shape.py. The functions that make tensors
+(zeros, arange, cat, where, ...) are in creation.py.
 """
 import numbers
 
 import numpy as np
 
 from . import autograd, ops
-from .random import generator
+from .tensor_math import TensorMath
+from .tensor_shape import TensorShape
 
 DEFAULT_FLOAT = np.float32
-
-
-def _axis(axis, ndim, op, shape):
-    """Check one axis (negatives count from the end) and return it as 0..ndim-1."""
-    if not isinstance(axis, numbers.Integral) or not -ndim <= axis < ndim:
-        raise ops.AxisError(f"{op}: axis {axis} is out of range for a tensor of shape {shape} ({len(shape)} dims)")
-    return int(axis) % ndim
 
 
 def _to_array(data, dtype=None):
@@ -36,7 +34,7 @@ def _to_array(data, dtype=None):
     return arr
 
 
-class Tensor:
+class Tensor(TensorMath, TensorShape):
     """An n-dimensional array of numbers (`.data`, a numpy array), with the gradient that backward
     leaves in `.grad` and, for the output of an op, the record of that op (`grad_fn`).
 
@@ -50,6 +48,10 @@ class Tensor:
       and `mg.arange(4) ** 0.5` are float32.
     - Two different float dtypes are never mixed silently (float32 + float64 raises): convert one
       with `.float()` or `.double()`.
+
+    The elementwise functions and reductions (exp, tanh, sum, softmax, ...) are inherited from
+    `TensorMath` (tensor_math.py), the shape methods (reshape, permute, split, ...) from
+    `TensorShape` (tensor_shape.py).
     """
 
     __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_version", "_base", "_retains_grad", "__weakref__",
@@ -244,16 +246,44 @@ class Tensor:
         return ops.Pow.apply(*_operands(base, self, "pow"))
 
     def __matmul__(self, other):
-        return matmul(self, other)
+        return self.matmul(other)
 
     def __rmatmul__(self, other):
-        return matmul(other, self)
+        return _operands(other, self, "matmul")[0].matmul(self)
+
+    def matmul(self, other):
+        """Matrix product with numpy's rules: 1-D operands are promoted to a row (self) or a column
+        (other) and the added axis is removed from the result; leading batch axes broadcast."""
+        a, b = _operands(self, other, "matmul")
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError(f"matmul: operands must have at least 1 dim, got shapes {a.shape} and {b.shape}")
+        if a.dtype.kind == "f" and b.dtype.kind == "f" and a.dtype != b.dtype:
+            raise TypeError(f"matmul: dtypes differ: {a.dtype} and {b.dtype}")
+        a2 = a.reshape(1, -1) if a.ndim == 1 else a
+        b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+        if a2.shape[-1] != b2.shape[-2]:
+            raise ValueError(
+                f"matmul: inner dimensions differ: {a.shape} @ {b.shape} ({a2.shape[-1]} != {b2.shape[-2]})"
+            )
+        out = ops.MatMul.apply(a2, b2)
+        if a.ndim == 1:
+            out = out.reshape(out.shape[:-2] + out.shape[-1:])
+        if b.ndim == 1:
+            out = out.reshape(out.shape[:-1])
+        return out
 
     def maximum(self, other):
         return ops.Maximum.apply(*_operands(self, other, "maximum"))
 
     def minimum(self, other):
         return ops.Minimum.apply(*_operands(self, other, "minimum"))
+
+    def clip(self, min=None, max=None):
+        return ops.Clip.apply(_meeting_number(_meeting_number(self, min), max), low=min, high=max)
+
+    # ------------------------------------------------------------------ indexing (other shape methods: tensor_shape.py)
+    def __getitem__(self, index):
+        return ops.GetItem.apply(self, index=_index_items(index))
 
     # comparisons give bool tensors, outside the graph (they have no gradient)
     def _compare(self, other, fn):
@@ -284,201 +314,8 @@ class Tensor:
     def all(self):
         return bool(self.data.all())
 
-    # ------------------------------------------------------------------ elementwise functions
-    def exp(self):
-        return ops.Exp.apply(self)
-
-    def log(self):
-        return ops.Log.apply(self)
-
-    def sqrt(self):
-        return ops.Sqrt.apply(self)
-
-    def abs(self):
-        return ops.Abs.apply(self)
-
-    def sin(self):
-        return ops.Sin.apply(self)
-
-    def cos(self):
-        return ops.Cos.apply(self)
-
-    def tanh(self):
-        return ops.Tanh.apply(self)
-
-    def sigmoid(self):
-        return ops.Sigmoid.apply(self)
-
-    def relu(self):
-        return ops.ReLU.apply(self)
-
-    def gelu(self, approximate="none"):
-        """GELU(x) = x * Phi(x); approximate="tanh" uses the tanh formula (GPT-2's)."""
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-        return ops.GELU.apply(self, approximate=approximate == "tanh")
-
-    def clip(self, min=None, max=None):
-        return ops.Clip.apply(_meeting_number(_meeting_number(self, min), max), low=min, high=max)
-
-    # ------------------------------------------------------------------ reductions
-    def sum(self, axis=None, keepdims=False):
-        return ops.Sum.apply(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return ops.Mean.apply(self, axis=axis, keepdims=keepdims)
-
-    def var(self, axis=None, keepdims=False, ddof=0):
-        return ops.Var.apply(self, axis=axis, keepdims=keepdims, ddof=ddof)
-
-    def max(self, axis=None, keepdims=False):
-        return ops.Max.apply(self, axis=axis, keepdims=keepdims, largest=True)
-
-    def min(self, axis=None, keepdims=False):
-        return ops.Max.apply(self, axis=axis, keepdims=keepdims, largest=False)
-
-    def argmax(self, axis=None, keepdims=False):
-        if axis is not None:
-            _axis(axis, self.ndim, "argmax", self.shape)
-        return Tensor._from_op(np.argmax(self.data, axis=axis, keepdims=keepdims), False)
-
-    def argmin(self, axis=None, keepdims=False):
-        if axis is not None:
-            _axis(axis, self.ndim, "argmin", self.shape)
-        return Tensor._from_op(np.argmin(self.data, axis=axis, keepdims=keepdims), False)
-
-    def softmax(self, axis=-1, scale=None, mask=None):
-        """softmax along `axis`. With `scale` and/or a bool `mask` (over the last axis only):
-        softmax(scale * x) counting only the entries where mask is True, in one fused op; a row
-        with nothing allowed gives zeros."""
-        axis = _axis(axis, self.ndim, "softmax", self.shape)
-        if scale is None and mask is None:
-            return ops.Softmax.apply(self, axis=axis)
-        if axis != self.ndim - 1:
-            raise ValueError(f"softmax: scale and mask work over the last axis only, got axis {axis}")
-        if mask is not None:
-            mask = np.asarray(getattr(mask, "data", mask))
-            if mask.dtype != np.bool_:
-                raise TypeError(f"softmax: mask must be bool (True = keep), got {mask.dtype}")
-        return ops.MaskedSoftmax.apply(self, mask=mask, scale=1.0 if scale is None else float(scale))
-
-    def log_softmax(self, axis=-1):
-        return ops.LogSoftmax.apply(self, axis=_axis(axis, self.ndim, "log_softmax", self.shape))
-
-    # ------------------------------------------------------------------ shape
-    def reshape(self, *shape):
-        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape
-        return self if shape == self.shape else ops.Reshape.apply(self, shape=shape)
-
-    view = reshape
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        if self.ndim == 0:
-            return self.reshape(1)
-        start, end = start_dim % self.ndim, end_dim % self.ndim
-        return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
-
-    def permute(self, *axes):
-        axes = tuple(axes[0]) if len(axes) == 1 and not isinstance(axes[0], numbers.Integral) else axes
-        if len(axes) != self.ndim:
-            raise ValueError(f"permute: got {len(axes)} axes {axes} for a tensor of shape {self.shape}")
-        return ops.Permute.apply(self, axes=axes)
-
-    def transpose(self, axis0=-2, axis1=-1):
-        """Swap two axes (the last two by default)."""
-        if self.ndim < 2:
-            return self
-        axis0, axis1 = (_axis(a, self.ndim, "transpose", self.shape) for a in (axis0, axis1))
-        axes = list(range(self.ndim))
-        axes[axis0], axes[axis1] = axes[axis1], axes[axis0]
-        return ops.Permute.apply(self, axes=tuple(axes))
-
-    @property
-    def T(self):
-        """All axes reversed (numpy's .T)."""
-        return self if self.ndim < 2 else ops.Permute.apply(self, axes=tuple(reversed(range(self.ndim))))
-
-    def contiguous(self):
-        """A row-major copy (or this tensor, if it already is): after a transpose, it saves the
-        ops that follow from reading scattered memory, or from copying it again each time."""
-        return self if self.data.flags.c_contiguous else ops.Contiguous.apply(self)
-
-    def unsqueeze(self, axis):
-        axis = _axis(axis, self.ndim + 1, "unsqueeze", self.shape)
-        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
-
-    def squeeze(self, axis=None):
-        if axis is None:
-            return self.reshape(tuple(n for n in self.shape if n != 1))
-        axes = {_axis(a, self.ndim, "squeeze", self.shape)
-                for a in ((axis,) if isinstance(axis, numbers.Integral) else axis)}
-        for a in axes:
-            if self.shape[a] != 1:
-                raise ValueError(f"squeeze: axis {a} has size {self.shape[a]}, not 1 (shape {self.shape})")
-        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
-
-    def expand(self, *shape):
-        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape
-        return self if shape == self.shape else ops.Expand.apply(self, shape=shape)
-
-    def broadcast_to(self, shape):
-        return self.expand(tuple(shape))
-
-    def __getitem__(self, index):
-        return ops.GetItem.apply(self, index=_index_items(index))
-
-    def split(self, split_size_or_sections, axis=0):
-        """Pieces of `split_size` along `axis` (the last may be smaller), or of the listed sizes."""
-        axis = _axis(axis, self.ndim, "split", self.shape)
-        n = self.shape[axis]
-        if isinstance(split_size_or_sections, numbers.Integral):
-            size = int(split_size_or_sections)
-            if size <= 0:
-                raise ValueError(f"split: split size must be positive, got {size}")
-            sizes = [min(size, n - start) for start in range(0, n, size)]
-        else:
-            sizes = list(split_size_or_sections)
-            if any(size < 0 for size in sizes):
-                raise ValueError(f"split: sizes must not be negative, got {sizes}")
-            if sum(sizes) != n:
-                raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, but axis {axis} has size {n}")
-        if not sizes:  # an empty axis cut into pieces of some size: no pieces
-            return ()
-        return ops.Split.apply(self, sizes=sizes, axis=axis)
-
-    def unbind(self, axis=0):
-        """The slices along `axis`, each without that axis: x.unbind(0) is (x[0], x[1], ...)."""
-        axis = _axis(axis, self.ndim, "unbind", self.shape)
-        return ops.Unbind.apply(self, axis=axis)
-
-    def chunk(self, chunks, axis=0):
-        """`chunks` pieces of (nearly) equal size along `axis`."""
-        if not isinstance(chunks, numbers.Integral) or chunks <= 0:
-            raise ValueError(f"chunk: the number of chunks must be a positive integer, got {chunks}")
-        axis = _axis(axis, self.ndim, "chunk", self.shape)
-        return self.split(-(-self.shape[axis] // chunks), axis=axis)
-
-    def masked_fill(self, mask, value):
-        """A copy with `value` where `mask` (bool, broadcastable to this shape) is True."""
-        mask = np.asarray(getattr(mask, "data", mask))
-        return ops.MaskedFill.apply(self, mask=mask, value=value)
-
-    def tril(self, k=0):
-        return ops.Triangle.apply(self, k=k, lower=True)
-
-    def triu(self, k=0):
-        return ops.Triangle.apply(self, k=k, lower=False)
-
-    def matmul(self, other):
-        return matmul(self, other)
-
 
 # ---------------------------------------------------------------------- operands of binary ops
-def as_tensor(x, dtype=None):
-    """`x` if it is already a Tensor, otherwise a constant Tensor of it."""
-    return x if isinstance(x, Tensor) else Tensor(x, dtype=dtype)
-
-
 def _operands(a, b, op):
     """Make both operands Tensors of one dtype.
 
@@ -537,109 +374,19 @@ def _index_array(positions):
     return array.astype(np.intp) if array.size == 0 else array
 
 
-
-# ---------------------------------------------------------------------- functions on tensors
-def matmul(a, b):
-    """Matrix product with numpy's rules: 1-D operands are promoted to a row (a) or a column (b)
-    and the added axis is removed from the result; leading batch axes broadcast."""
-    a, b = _operands(a, b, "matmul")
-    if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(f"matmul: operands must have at least 1 dim, got shapes {a.shape} and {b.shape}")
-    if a.dtype.kind == "f" and b.dtype.kind == "f" and a.dtype != b.dtype:
-        raise TypeError(f"matmul: dtypes differ: {a.dtype} and {b.dtype}")
-    a2 = a.reshape(1, -1) if a.ndim == 1 else a
-    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
-    if a2.shape[-1] != b2.shape[-2]:
-        raise ValueError(
-            f"matmul: inner dimensions differ: {a.shape} @ {b.shape} ({a2.shape[-1]} != {b2.shape[-2]})"
-        )
-    out = ops.MatMul.apply(a2, b2)
-    if a.ndim == 1:
-        out = out.reshape(out.shape[:-2] + out.shape[-1:])
-    if b.ndim == 1:
-        out = out.reshape(out.shape[:-1])
-    return out
+# ---------------------------------------------------------------------- names that moved
+_IN_CREATION = frozenset(
+    "as_tensor matmul cat stack where dropout embedding tensor zeros ones full zeros_like ones_like arange "
+    "randn rand".split()
+)
 
 
-def cat(tensors, axis=0):
-    """Join tensors along an existing axis."""
-    tensors = [as_tensor(t) for t in tensors]
-    if not tensors:
-        raise ValueError("cat: needs at least one tensor")
-    return ops.Cat.apply(*tensors, axis=_axis(axis, tensors[0].ndim, "cat", tensors[0].shape))
+def __getattr__(name):
+    """`from minigrad.tensor import zeros` (and the other functions now in creation.py) still works.
+    The import is late, at the first such use: creation.py imports this module, so this module
+    cannot import creation.py at its top."""
+    if name in _IN_CREATION:
+        from . import creation
 
-
-def stack(tensors, axis=0):
-    """Join equal-shaped tensors along a new axis."""
-    tensors = [as_tensor(t) for t in tensors]
-    if not tensors:
-        raise ValueError("stack: needs at least one tensor")
-    return ops.Stack.apply(*tensors, axis=_axis(axis, tensors[0].ndim + 1, "stack", tensors[0].shape))
-
-
-def where(condition, a, b):
-    """Elementwise `a` where `condition` is True, else `b` (all three broadcast)."""
-    condition = np.asarray(getattr(condition, "data", condition), dtype=bool)
-    a, b = _operands(a, b, "where")
-    return ops.Where.apply(a, b, condition=condition)
-
-
-def dropout(x, p=0.5, training=True):
-    """Inverted dropout; the identity when not training or p == 0."""
-    if not training or p == 0.0:
-        return x
-    return ops.Dropout.apply(x, p=p)
-
-
-def embedding(ids, weight):
-    """Rows of `weight` (num_embeddings, dim) for integer `ids` of any shape: (*ids.shape, dim)."""
-    ids = np.asarray(getattr(ids, "data", ids))
-    return ops.Embedding.apply(weight, ids=ids)
-
-
-# ---------------------------------------------------------------------- creation
-def tensor(data, dtype=None, requires_grad=False):
-    """A new Tensor holding a copy of `data` (Python floats become float32)."""
-    return Tensor(data, dtype=dtype, requires_grad=requires_grad)
-
-
-def _shape(shape):
-    return tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else tuple(shape)
-
-
-def zeros(*shape, dtype=DEFAULT_FLOAT, requires_grad=False):
-    return Tensor(np.zeros(_shape(shape), dtype=dtype), requires_grad=requires_grad)
-
-
-def ones(*shape, dtype=DEFAULT_FLOAT, requires_grad=False):
-    return Tensor(np.ones(_shape(shape), dtype=dtype), requires_grad=requires_grad)
-
-
-def full(shape, value, dtype=DEFAULT_FLOAT, requires_grad=False):
-    return Tensor(np.full(_shape((shape,)), value, dtype=dtype), requires_grad=requires_grad)
-
-
-def zeros_like(t, dtype=None, requires_grad=False):
-    return Tensor(np.zeros_like(getattr(t, "data", t), dtype=dtype), requires_grad=requires_grad)
-
-
-def ones_like(t, dtype=None, requires_grad=False):
-    return Tensor(np.ones_like(getattr(t, "data", t), dtype=dtype), requires_grad=requires_grad)
-
-
-def arange(start, stop=None, step=1, dtype=None, requires_grad=False):
-    """Like numpy's arange; integer arguments give int64, floats give float32."""
-    values = np.arange(start, stop, step) if stop is not None else np.arange(0, start, step)
-    return Tensor(values if dtype or values.dtype.kind != "f" else values.astype(DEFAULT_FLOAT),
-                  dtype=dtype, requires_grad=requires_grad)
-
-
-def randn(*shape, dtype=DEFAULT_FLOAT, requires_grad=False):
-    """Standard normal samples from minigrad's seeded generator (see `manual_seed`)."""
-    return Tensor(generator().standard_normal(_shape(shape)).astype(dtype), requires_grad=requires_grad)
-
-
-def rand(*shape, dtype=DEFAULT_FLOAT, requires_grad=False):
-    """Uniform samples in [0, 1) from minigrad's seeded generator."""
-    return Tensor(generator().random(_shape(shape)).astype(dtype), requires_grad=requires_grad)
-
+        return getattr(creation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,8 @@ import numbers
 import numpy as np
 
 from .. import ops
-from ..tensor import Tensor, as_tensor, dropout, embedding  # noqa: F401  (re-exported)
+from ..creation import as_tensor, dropout, embedding  # noqa: F401  (re-exported)
+from ..tensor import Tensor
 
 
 def linear(x, weight, bias=None):

@@ -1,0 +1,118 @@
+"""TensorShape: the Tensor methods that move elements without computing new values: reshape,
+permute, squeeze, expand, split, masked_fill, tril, ...
+
+`Tensor` (tensor.py) inherits them; each calls one op of ops.py (`x[index]` is in tensor.py).
+"""
+import numbers
+
+import numpy as np
+
+from . import ops
+from .ops import _axis
+
+
+class TensorShape:
+    """Shape and layout methods of a Tensor (see tensor.py for the class itself)."""
+
+    __slots__ = ()  # (Tensor declares the slots)
+
+    # ------------------------------------------------------------------ shape
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape
+        return self if shape == self.shape else ops.Reshape.apply(self, shape=shape)
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = start_dim % self.ndim, end_dim % self.ndim
+        return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
+
+    def permute(self, *axes):
+        axes = tuple(axes[0]) if len(axes) == 1 and not isinstance(axes[0], numbers.Integral) else axes
+        if len(axes) != self.ndim:
+            raise ValueError(f"permute: got {len(axes)} axes {axes} for a tensor of shape {self.shape}")
+        return ops.Permute.apply(self, axes=axes)
+
+    def transpose(self, axis0=-2, axis1=-1):
+        """Swap two axes (the last two by default)."""
+        if self.ndim < 2:
+            return self
+        axis0, axis1 = (_axis(a, self.ndim, "transpose", self.shape) for a in (axis0, axis1))
+        axes = list(range(self.ndim))
+        axes[axis0], axes[axis1] = axes[axis1], axes[axis0]
+        return ops.Permute.apply(self, axes=tuple(axes))
+
+    @property
+    def T(self):
+        """All axes reversed (numpy's .T)."""
+        return self if self.ndim < 2 else ops.Permute.apply(self, axes=tuple(reversed(range(self.ndim))))
+
+    def contiguous(self):
+        """A row-major copy (or this tensor, if it already is): after a transpose, it saves the
+        ops that follow from reading scattered memory, or from copying it again each time."""
+        return self if self.data.flags.c_contiguous else ops.Contiguous.apply(self)
+
+    def unsqueeze(self, axis):
+        axis = _axis(axis, self.ndim + 1, "unsqueeze", self.shape)
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    def squeeze(self, axis=None):
+        if axis is None:
+            return self.reshape(tuple(n for n in self.shape if n != 1))
+        axes = {_axis(a, self.ndim, "squeeze", self.shape)
+                for a in ((axis,) if isinstance(axis, numbers.Integral) else axis)}
+        for a in axes:
+            if self.shape[a] != 1:
+                raise ValueError(f"squeeze: axis {a} has size {self.shape[a]}, not 1 (shape {self.shape})")
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+
+    def expand(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape
+        return self if shape == self.shape else ops.Expand.apply(self, shape=shape)
+
+    def broadcast_to(self, shape):
+        return self.expand(tuple(shape))
+
+    def split(self, split_size_or_sections, axis=0):
+        """Pieces of `split_size` along `axis` (the last may be smaller), or of the listed sizes."""
+        axis = _axis(axis, self.ndim, "split", self.shape)
+        n = self.shape[axis]
+        if isinstance(split_size_or_sections, numbers.Integral):
+            size = int(split_size_or_sections)
+            if size <= 0:
+                raise ValueError(f"split: split size must be positive, got {size}")
+            sizes = [min(size, n - start) for start in range(0, n, size)]
+        else:
+            sizes = list(split_size_or_sections)
+            if any(size < 0 for size in sizes):
+                raise ValueError(f"split: sizes must not be negative, got {sizes}")
+            if sum(sizes) != n:
+                raise ValueError(f"split: sizes {sizes} add up to {sum(sizes)}, but axis {axis} has size {n}")
+        if not sizes:  # an empty axis cut into pieces of some size: no pieces
+            return ()
+        return ops.Split.apply(self, sizes=sizes, axis=axis)
+
+    def unbind(self, axis=0):
+        """The slices along `axis`, each without that axis: x.unbind(0) is (x[0], x[1], ...)."""
+        axis = _axis(axis, self.ndim, "unbind", self.shape)
+        return ops.Unbind.apply(self, axis=axis)
+
+    def chunk(self, chunks, axis=0):
+        """`chunks` pieces of (nearly) equal size along `axis`."""
+        if not isinstance(chunks, numbers.Integral) or chunks <= 0:
+            raise ValueError(f"chunk: the number of chunks must be a positive integer, got {chunks}")
+        axis = _axis(axis, self.ndim, "chunk", self.shape)
+        return self.split(-(-self.shape[axis] // chunks), axis=axis)
+
+    def masked_fill(self, mask, value):
+        """A copy with `value` where `mask` (bool, broadcastable to this shape) is True."""
+        mask = np.asarray(getattr(mask, "data", mask))
+        return ops.MaskedFill.apply(self, mask=mask, value=value)
+
+    def tril(self, k=0):
+        return ops.Triangle.apply(self, k=k, lower=True)
+
+    def triu(self, k=0):
+        return ops.Triangle.apply(self, k=k, lower=False)
