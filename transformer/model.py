@@ -1,7 +1,8 @@
 """Two complete models:
 
 - `Transformer`: the encoder-decoder of "Attention Is All You Need" (Figure 1), for translation.
-- `GPT`: a decoder-only language model (GPT-2 style, after nanoGPT's model.py).
+- `GPT`: a decoder-only language model (GPT-2 style, after nanoGPT's model.py), whose config
+  switches turn its block, one piece at a time, into a LLaMA-style block (modern.py, rope.py).
 
 Shapes: B = batch, S = source length, T = target (or text) length, V = vocabulary size.
 Ids are int64 tensors.
@@ -15,7 +16,9 @@ from minigrad.nn import functional as F
 
 from .attention import causal_mask, scaled_dot_product_attention
 from .layers import Decoder, Encoder
+from .modern import KVCache, RMSNorm, SwiGLU, repeat_kv
 from .positional import LearnedPositionalEmbedding, PositionalEncoding
+from .rope import RotaryEmbedding
 
 
 # ====================================================================================== Transformer
@@ -118,6 +121,8 @@ class Transformer(nn.Module):
 # ====================================================================================== GPT
 @dataclass
 class GPTConfig:
+    """The defaults are nanoGPT's GPT-2 block; norm="rmsnorm", position="rope", mlp="swiglu" and
+    n_kv_head < n_head together make a LLaMA-style block (bias=False too, for LLaMA's exactly)."""
     vocab_size: int  # V: number of token ids
     block_size: int  # longest context the model reads (the number of learned positions)
     n_layer: int  # number of blocks
@@ -125,12 +130,35 @@ class GPTConfig:
     d_model: int  # model width (nanoGPT: n_embd)
     dropout: float = 0.0
     bias: bool = True  # biases in the Linears and LayerNorms
+    norm: str = "layernorm"  # "layernorm" (GPT-2) or "rmsnorm" (LLaMA): modern.RMSNorm
+    position: str = "learned"  # "learned" positions added to the input (GPT-2) or "rope" (LLaMA): rope.py
+    mlp: str = "gelu"  # "gelu": 4 d_model GELU MLP (GPT-2), or "swiglu" (LLaMA): modern.SwiGLU
+    n_kv_head: int = None  # key/value heads (grouped-query attention); None: n_head (multi-head)
+
+    def __post_init__(self):
+        for name, allowed in (("norm", ("layernorm", "rmsnorm")), ("position", ("learned", "rope")),
+                              ("mlp", ("gelu", "swiglu"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"GPTConfig: {name} must be one of {allowed}, got {getattr(self, name)!r}")
+        n_kv_head = self.n_head if self.n_kv_head is None else self.n_kv_head
+        if n_kv_head < 1 or self.n_head % n_kv_head != 0:
+            raise ValueError(f"GPTConfig: n_head = {self.n_head} is not a multiple of n_kv_head = {n_kv_head}; "
+                             "each key/value head is shared by n_head / n_kv_head query heads")
 
 
 class CausalSelfAttention(nn.Module):
     """Masked multi-head self-attention. Its query, key and value projections W_Q, W_K, W_V are
-    stored stacked in one Linear, c_attn (d_model -> 3 d_model), as in GPT-2 and nanoGPT: one
-    product projects all three, then the result is split into q, k and v, and each into heads."""
+    stored stacked in one Linear, c_attn, as in GPT-2 and nanoGPT: one product projects all three,
+    then the result is split into q, k and v, and each into heads.
+
+    Grouped-query attention: n_kv_head key/value heads, each read by n_head / n_kv_head query
+    heads (`repeat_kv`), so c_attn maps d_model -> (n_head + 2 n_kv_head) head_dim; with
+    n_kv_head = n_head (the default) that is 3 d_model, multi-head attention as in the paper.
+    position="rope" rotates q and k (`RotaryEmbedding`) instead of adding positions to the input.
+
+    forward(x (B, T, d_model), mask (T, T_past + T), cache=None) -> (B, T, d_model). With a
+    `LayerCache` holding T_past positions, x holds the next T positions: their keys and values are
+    appended to the cache and their queries attend to all T_past + T."""
 
     def __init__(self, config):
         super().__init__()
@@ -138,18 +166,28 @@ class CausalSelfAttention(nn.Module):
             raise ValueError(f"GPT: d_model = {config.d_model} is not divisible by n_head = {config.n_head}; "
                              "each head gets d_model / n_head features")
         self.n_head, self.d_model, self.dropout = config.n_head, config.d_model, config.dropout
-        self.c_attn = nn.Linear(config.d_model, 3 * config.d_model, bias=config.bias)  # W_Q, W_K, W_V
+        self.n_kv_head = config.n_head if config.n_kv_head is None else config.n_kv_head
+        self.head_dim = config.d_model // config.n_head
+        qkv_size = (self.n_head + 2 * self.n_kv_head) * self.head_dim
+        self.c_attn = nn.Linear(config.d_model, qkv_size, bias=config.bias)  # W_Q, W_K, W_V
         self.c_proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)  # W_O
         self.resid_dropout = nn.Dropout(config.dropout)
+        self.rope = RotaryEmbedding(self.head_dim, config.block_size) if config.position == "rope" else None
 
-    def forward(self, x, mask):
-        """x (B, T, d_model), mask (T, T) causal -> (B, T, d_model)"""
+    def forward(self, x, mask, cache=None):
         B, T, C = x.shape
-        # one product for all three, then split into q, k, v and into heads: (B, T, 3C) ->
-        # (B, T, 3, h, d_k) -> (3, B, h, T, d_k), views of the product's result (no copy)
-        qkv = self.c_attn(x).reshape(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv.unbind(0)  # (B, h, T, d_k) each
-        # (B, h, T, d_k); without the weights, the fused op (while there is no dropout to apply)
+        h, h_kv, head_dim = self.n_head, self.n_kv_head, self.head_dim
+        # one product for all three, then split into heads and into q, k, v:
+        # (B, T, (h + 2 h_kv) head_dim) -> (B, h + 2 h_kv, T, head_dim) -> h, h_kv and h_kv heads
+        qkv = self.c_attn(x).reshape(B, T, h + 2 * h_kv, head_dim).transpose(1, 2)
+        q, k, v = qkv.split([h, h_kv, h_kv], axis=1)  # (B, h, T, hd), (B, h_kv, T, hd), (B, h_kv, T, hd)
+        if self.rope is not None:  # rotate queries and keys to their positions past the cache
+            start = 0 if cache is None else cache.length
+            q, k = self.rope(q, start), self.rope(k, start)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, h_kv, T_past + T, hd): every key and value so far
+        k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (B, h, T_past + T, hd)
+        # (B, h, T, hd); without the weights, the fused op (while there is no dropout to apply)
         y, _ = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, need_weights=False)
         y = y.transpose(1, 2).reshape(B, T, C)  # concatenate the heads
         return self.resid_dropout(self.c_proj(y))
@@ -175,35 +213,45 @@ def _layer_norm(d_model, bias):
     return ln
 
 
+def _norm(config):
+    """config.norm: LayerNorm (with a bias if config.bias) or RMSNorm (never a bias)."""
+    return RMSNorm(config.d_model) if config.norm == "rmsnorm" else _layer_norm(config.d_model, config.bias)
+
+
 class Block(nn.Module):
-    """A pre-LN decoder block without cross-attention: x + attn(LN(x)), then x + mlp(LN(x))."""
+    """A pre-LN decoder block without cross-attention: x + attn(LN(x)), then x + mlp(LN(x)).
+    LN is config.norm and mlp is config.mlp (`MLP` or `SwiGLU`).
+    forward(x (B, T, d_model), mask, cache=None) -> (B, T, d_model); see `CausalSelfAttention`."""
 
     def __init__(self, config):
         super().__init__()
-        self.ln_1 = _layer_norm(config.d_model, config.bias)
+        self.ln_1 = _norm(config)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = _layer_norm(config.d_model, config.bias)
-        self.mlp = MLP(config)
+        self.ln_2 = _norm(config)
+        self.mlp = SwiGLU(config.d_model, bias=config.bias, dropout=config.dropout) if config.mlp == "swiglu" \
+            else MLP(config)
 
-    def forward(self, x, mask):
-        x = x + self.attn(self.ln_1(x), mask)
+    def forward(self, x, mask, cache=None):
+        x = x + self.attn(self.ln_1(x), mask, cache)
         return x + self.mlp(self.ln_2(x))
 
 
 class GPT(nn.Module):
     """A decoder-only Transformer language model: GPT(config) or GPT(vocab_size=..., block_size=...,
-    n_layer=..., n_head=..., d_model=..., dropout=0.0, bias=True).
+    n_layer=..., n_head=..., d_model=..., dropout=0.0, bias=True, norm=..., position=..., mlp=...,
+    n_kv_head=...); see `GPTConfig`.
 
-    forward(idx (B, T), targets=None) -> logits (B, T, V), or (logits, loss) when targets (B, T)
-    are given (loss = mean cross-entropy of predicting targets[b, t] from idx[b, :t+1]).
+    forward(idx (B, T), targets=None, cache=None) -> logits (B, T, V), or (logits, loss) when
+    targets (B, T) are given (loss = mean cross-entropy of predicting targets[b, t] from
+    idx[b, :t+1]). With a `KVCache` of P positions, idx holds positions P .. P + T - 1.
 
-    Token embedding wte (V, d_model) + learned positions wpe (block_size, d_model), n_layer
-    `Block`s, a final LayerNorm ln_f, and the language-model head tied to wte:
-    logits = x wte^T (section 3.4's weight sharing).
+    Token embedding wte (V, d_model) + learned positions wpe (block_size, d_model) (none with
+    position="rope"), n_layer `Block`s, a final norm ln_f, and the language-model head tied to
+    wte: logits = x wte^T (section 3.4's weight sharing).
 
     Initialisation (GPT-2's): N(0, 0.02^2) for every Linear and embedding weight, zero biases, and
     std 0.02 / sqrt(2 n_layer) for the projections that end a residual branch (attn.c_proj,
-    mlp.c_proj), so the residual stream's variance does not grow with depth.
+    mlp.c_proj, or SwiGLU's W_2), so the residual stream's variance does not grow with depth.
     """
 
     def __init__(self, config=None, **kwargs):
@@ -214,58 +262,87 @@ class GPT(nn.Module):
             raise TypeError(f"GPT: pass a GPTConfig or keyword arguments, not both (got {sorted(kwargs)})")
         self.config = config
         self.wte = nn.Embedding(config.vocab_size, config.d_model)
-        self.wpe = LearnedPositionalEmbedding(config.block_size, config.d_model, config.dropout)
+        self.wpe = LearnedPositionalEmbedding(config.block_size, config.d_model, config.dropout) \
+            if config.position == "learned" else None
         self.h = nn.ModuleList(Block(config) for _ in range(config.n_layer))
-        self.ln_f = _layer_norm(config.d_model, config.bias)
+        self.ln_f = _norm(config)
         self.register_buffer("causal", causal_mask(config.block_size))  # sliced to (T, T) per call
 
         for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):
+            if name.endswith(("c_proj.weight", "W_2.weight")):
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * config.n_layer))
             elif p.ndim > 1:  # Linear weights, wte, wpe
                 nn.init.normal_(p, std=0.02)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
 
-    def hidden_states(self, idx):
-        """idx (B, T) -> the final layer's output after ln_f, (B, T, d_model)."""
+    def hidden_states(self, idx, cache=None):
+        """idx (B, T) -> the final layer's output after ln_f, (B, T, d_model). With a `KVCache`
+        holding P positions, idx is positions P .. P + T - 1 and their keys and values are added."""
         if idx.ndim != 2:
             raise ValueError(f"GPT: idx must be token ids of shape (B, T), got shape {idx.shape}; "
                              "for one sequence use idx.unsqueeze(0)")
         B, T = idx.shape
-        if T > self.config.block_size:
-            raise ValueError(f"GPT: sequence length {T} is longer than block_size = {self.config.block_size}")
-        x = self.wpe(self.wte(idx))  # token embedding + position embedding, then dropout
-        mask = self.causal[:T, :T]
-        for block in self.h:
-            x = block(x, mask)
+        start = 0 if cache is None else cache.length  # the position of idx[:, 0]
+        if start + T > self.config.block_size:
+            raise ValueError(f"GPT: sequence length {start + T} is longer than block_size = {self.config.block_size}")
+        x = self.wte(idx)
+        if self.wpe is None:  # RoPE: positions enter inside attention
+            x = minigrad.dropout(x, self.config.dropout, self.training)
+        elif start == 0:  # token embedding + position embedding, then dropout
+            x = self.wpe(x)
+        else:
+            x = self.wpe.dropout(x + self.wpe.weight[start:start + T])
+        mask = self.causal[start:start + T, :start + T]  # the new queries against every key so far
+        for i, block in enumerate(self.h):
+            x = block(x, mask, None if cache is None else cache.layers[i])
         return self.ln_f(x)
 
-    def forward(self, idx, targets=None):
-        logits = F.linear(self.hidden_states(idx), self.wte.weight)  # (B, T, V), head tied to wte
+    def forward(self, idx, targets=None, cache=None):
+        logits = F.linear(self.hidden_states(idx, cache), self.wte.weight)  # (B, T, V), head tied to wte
         if targets is None:
             return logits
         return logits, F.cross_entropy(logits, targets)
 
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, return_logits=False):
         """Continue idx (B, T) by max_new_tokens sampled tokens -> (B, T + max_new_tokens).
 
         Each step reads at most the last block_size tokens, divides the last position's logits by
         `temperature`, keeps only the top_k largest (if given), and samples from the softmax using
-        minigrad's seeded generator (`minigrad.manual_seed` makes it reproducible)."""
+        minigrad's seeded generator (`minigrad.manual_seed` makes it reproducible).
+
+        use_cache=True keeps every layer's keys and values in a `KVCache`: the first step reads
+        the whole prompt, each later step only the newest token. Same tokens and logits (to float
+        rounding) as use_cache=False, which reruns the model over the whole text at each step.
+        Once the text is longer than block_size the window slides, every position moves, and each
+        step reruns the whole window either way. return_logits=True also returns each step's
+        logits (before temperature and top_k), (B, max_new_tokens, V)."""
         was_training = self.training
         self.eval()
+        block_size, cache, steps = self.config.block_size, None, []
         try:
             with minigrad.no_grad():
                 for _ in range(max_new_tokens):
-                    context = idx if idx.shape[1] <= self.config.block_size else idx[:, -self.config.block_size:]
-                    x = self.hidden_states(context)[:, -1, :]  # only the last position is needed
-                    logits = F.linear(x, self.wte.weight) / temperature  # (B, V)
+                    if idx.shape[1] > block_size:  # slide the window: recompute it all
+                        cache, x = None, self.hidden_states(idx[:, -block_size:])
+                    elif not use_cache:
+                        x = self.hidden_states(idx)
+                    elif cache is None:  # the prompt: fill the cache
+                        cache = KVCache(self.config.n_layer)
+                        x = self.hidden_states(idx, cache)
+                    else:  # only the newest token; its keys and values join the cache
+                        x = self.hidden_states(idx[:, -1:], cache)
+                    logits = F.linear(x[:, -1, :], self.wte.weight)  # (B, V): only the last position
+                    if return_logits:
+                        steps.append(logits)
+                    logits = logits / temperature
                     if top_k is not None:
                         logits = _keep_top_k(logits, top_k)
                     idx = minigrad.cat([idx, _sample(logits)], axis=1)
         finally:
             self.train(was_training)
+        if return_logits:
+            return idx, minigrad.stack(steps, axis=1) if steps else None
         return idx
 
 
