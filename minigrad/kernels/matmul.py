@@ -60,7 +60,8 @@ DIRECT_B_BYTES = 32 * 1024  # read b in place if the rows of a piece span at mos
 PACK_A_BYTES = 64 * 1024  # copy blocks of a this large (or larger) into a contiguous buffer,
 PACK_A_STRIPS = 8  # if at least this many strips will read the copy
 SERIAL_FLOPS = 2_000_000  # below this many flops, waking the worker threads costs more than it saves
-TASKS_PER_THREAD = 2  # tasks to share out per thread: a thread slowed by another program takes fewer
+TASKS_PER_THREAD = 4  # most tasks to share out per thread: a thread slowed by another program takes fewer
+TASK_FLOPS = 4_000_000  # but no task smaller than this: each costs a few microseconds to hand out
 
 
 def matmul_numpy(a, b, bias=None):
@@ -420,17 +421,17 @@ def _as_3d(x, n_batch):
     return x.reshape(n_batch, *x.shape[-2:])  # numpy makes a view when the axes merge like this
 
 
-def _split_work(n_batch, n_rows, n_cols, n_threads):
-    """How many parts to cut (batch, rows, cols) into so that every thread gets equal work:
-    (n_batch_chunks, n_col_chunks, n_row_chunks)."""
+def _split_work(n_batch, n_rows, n_cols, n_threads, n_tasks):
+    """How many parts to cut (batch, rows, cols) into, about n_tasks (a multiple of n_threads) of
+    equal work: (n_batch_chunks, n_col_chunks, n_row_chunks)."""
     if n_batch % n_threads == 0 or n_batch >= 4 * n_threads:
-        return min(n_batch, TASKS_PER_THREAD * n_threads), 1, 1  # whole slices
+        return min(n_batch, n_tasks), 1, 1  # whole slices
     # Few slices: cut every slice into n_threads parts. Each part reads all of the operand that
     # is not cut, so cut the larger one: a (M x K) by rows if M > N, else b (K x N) by columns.
     n_strips, n_blocks = -(-n_cols // NR), -(-n_rows // MR)
     if (n_rows > n_cols or n_strips < n_threads) and n_blocks >= n_threads:
-        return n_batch, 1, min(n_blocks, TASKS_PER_THREAD * n_threads)
-    return n_batch, min(TASKS_PER_THREAD * n_threads, n_strips), 1
+        return n_batch, 1, min(n_blocks, n_tasks)
+    return n_batch, min(n_tasks, n_strips), 1
 
 
 def matmul_numba(a, b, bias=None):
@@ -496,6 +497,8 @@ def matmul_compiled(a, b, bias=None):
     if 2 * out.size * n_inner < SERIAL_FLOPS or n_threads == 1:  # all of it as one task, on this thread
         kernel(a3, b3, out3, padded_bias, 1, 1, 1, 0, 1)
     else:
-        split = _split_work(out3.shape[0], out3.shape[1], n_cols, n_threads)
+        flops = 2 * out.size * n_inner
+        n_tasks = n_threads * max(1, min(TASKS_PER_THREAD, flops // (n_threads * TASK_FLOPS)))
+        split = _split_work(out3.shape[0], out3.shape[1], n_cols, n_threads, n_tasks)
         parallel_for(kernel, split[0] * split[1] * split[2], a3, b3, out3, padded_bias, *split)
     return out
