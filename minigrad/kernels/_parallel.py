@@ -22,6 +22,7 @@ The thread count is ``minigrad.set_num_threads(n)`` / ``get_num_threads()``, rea
 ``MINIGRAD_NUM_THREADS`` (or numba's ``NUMBA_NUM_THREADS``), else the cores this process may use.
 """
 import itertools
+import numbers
 import os
 import threading
 
@@ -54,9 +55,9 @@ def get_num_threads():
 def set_num_threads(n):
     """Use ``n`` threads (>= 1) in every parallel kernel from now on, in the whole process."""
     global _n_threads
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"set_num_threads: expected a whole number >= 1, got {n!r}")
-    _n_threads = n
+    _n_threads = int(n)
 
 
 class _Job:
