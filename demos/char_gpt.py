@@ -2,6 +2,7 @@
 
     python -m demos.char_gpt                                # built-in corpus, no download
     python -m demos.char_gpt --data ../shared/data/tinyshakespeare.txt --max-iters 2000
+    python -m demos.char_gpt --norm rmsnorm --position rope --mlp swiglu --n-kv-head 2   # LLaMA-style
 
 The first 90% of the characters train, the last 10% validate. AdamW with linear warmup and cosine
 decay, gradient clipping, checkpoints in --out (resume with --resume), a text sample at the end.
@@ -39,6 +40,12 @@ def build_parser():
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--bias", action=argparse.BooleanOptionalAction, default=False,
                    help="biases in Linear and LayerNorm layers (nanoGPT's default: none)")
+    p.add_argument("--norm", choices=("layernorm", "rmsnorm"), default="layernorm", help="the blocks' normalization")
+    p.add_argument("--position", choices=("learned", "rope"), default="learned",
+                   help="learned position embeddings (GPT-2) or rotary embeddings (LLaMA)")
+    p.add_argument("--mlp", choices=("gelu", "swiglu"), default="gelu", help="the feed-forward network")
+    p.add_argument("--n-kv-head", type=int, default=None,
+                   help="key/value heads for grouped-query attention (default: --n-head)")
     p.add_argument("--eval-interval", type=int, default=250)
     p.add_argument("--eval-iters", type=int, default=20)
     p.add_argument("--out", default="out/char_gpt", help="folder for checkpoints and the loss plot")
@@ -102,7 +109,8 @@ def train(args):
         text = builtin_corpus()
     data = CharData(text)
     config = GPTConfig(vocab_size=len(data.chars), block_size=args.block_size, n_layer=args.n_layer,
-                       n_head=args.n_head, d_model=args.d_model, dropout=args.dropout, bias=args.bias)
+                       n_head=args.n_head, d_model=args.d_model, dropout=args.dropout, bias=args.bias,
+                       norm=args.norm, position=args.position, mlp=args.mlp, n_kv_head=args.n_kv_head)
     model = GPT(config)
     optimizer = optim.AdamW(param_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, args.beta2))
     os.makedirs(args.out, exist_ok=True)
