@@ -17,7 +17,7 @@ import numpy as np
 
 import minigrad
 from minigrad import nn, optim
-from transformer import GPT, GPTConfig, RMSNorm, RotaryEmbedding, SwiGLU, repeat_kv  # noqa: F401
+from transformer import GPT, GPTConfig, RMSNorm, RotaryEmbedding, SwiGLU, repeat_kv
 from transformer.model import MLP
 
 from .char_gpt import CharData, param_groups
