@@ -15,7 +15,10 @@ from .creation import (
     cat,
     dropout,
     embedding,
+    eye,
     full,
+    full_like,
+    linspace,
     matmul,
     ones,
     ones_like,
@@ -49,7 +52,9 @@ def _method(name):
 for _name in (
     "exp log sqrt abs sin cos tanh sigmoid relu gelu clip maximum minimum sum mean var max min argmax "
     "argmin softmax log_softmax reshape flatten transpose permute unsqueeze squeeze expand broadcast_to "
-    "split chunk masked_fill tril triu"
+    "split chunk masked_fill tril triu "
+    "logsumexp std prod cumsum topk gather scatter_add flip repeat silu leaky_relu softplus elu erf sign floor "
+    "round isnan isfinite log2 rsqrt add sub mul div pow neg floor_divide remainder"
 ).split():
     globals()[_name] = _method(_name)
 del _name

@@ -1,6 +1,7 @@
 """The functions that make tensors, as in PyTorch: from data (`tensor`, `as_tensor`), from a shape
-(`zeros`, `ones`, `full`, `arange`, `randn`, `rand`), like another tensor (`zeros_like`,
-`ones_like`), and from other tensors (`matmul`, `cat`, `stack`, `where`, `dropout`, `embedding`).
+(`zeros`, `ones`, `full`, `eye`, `arange`, `linspace`, `randn`, `rand`), like another tensor
+(`zeros_like`, `ones_like`, `full_like`), and from other tensors (`matmul`, `cat`, `stack`, `where`,
+`dropout`, `embedding`).
 
     import minigrad as mg
     x = mg.zeros(2, 3)                 # float32, as PyTorch's default
@@ -95,6 +96,26 @@ def zeros_like(t, dtype=None, requires_grad=False):
 
 def ones_like(t, dtype=None, requires_grad=False):
     return Tensor(np.ones_like(getattr(t, "data", t), dtype=dtype), requires_grad=requires_grad)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    """A tensor of t's shape (and dtype, unless given) filled with `fill_value`."""
+    return Tensor(np.full_like(getattr(t, "data", t), fill_value, dtype=dtype), requires_grad=requires_grad)
+
+
+def eye(n, m=None, dtype=DEFAULT_FLOAT, requires_grad=False):
+    """The (n, m) identity matrix (m = n by default): ones on the diagonal, zeros elsewhere."""
+    for name, value in (("n", n), ("m", m)):
+        if value is not None and (not isinstance(value, numbers.Integral) or value < 0):
+            raise ValueError(f"eye: {name} must be an integer >= 0, got {value!r}")
+    return Tensor(np.eye(n, m, dtype=dtype), requires_grad=requires_grad)
+
+
+def linspace(start, end, steps, dtype=DEFAULT_FLOAT, requires_grad=False):
+    """`steps` evenly spaced values from start to end, both included (PyTorch's: steps is required)."""
+    if not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"linspace: steps must be an integer >= 0, got {steps!r}")
+    return Tensor(np.linspace(start, end, steps).astype(dtype), requires_grad=requires_grad)
 
 
 def arange(start, stop=None, step=1, dtype=None, requires_grad=False):

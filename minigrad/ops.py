@@ -8,6 +8,7 @@ autograd walk sums it down to the input's shape (see `autograd.unbroadcast`).
 The heavy ops (matmul, softmax, layer norm, gelu, cross-entropy) call `kernels`, which runs a numba
 kernel or its numpy twin.
 """
+import math
 import numbers
 import warnings
 
@@ -142,6 +143,43 @@ class Minimum(Function):
         a, b = ctx.saved_tensors
         share_a = (a < b) + 0.5 * (a == b)  # the smaller input gets the gradient; ties split
         return g * share_a, g * (1 - share_a)
+
+
+def _no_integer_zero_divisor(op, a, b):
+    """Integer // and % by zero have no value (numpy would give 0 with a warning): refuse, as PyTorch."""
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub" and not np.all(b):
+        raise ZeroDivisionError(f"{op}: integer division by zero (shapes {a.shape} and {b.shape})")
+
+
+class FloorDivide(Function):
+    """a // b, rounded down (toward -inf) as Python's // and PyTorch's floor_divide: -7 // 2 = -4."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _no_integer_zero_divisor("floor_divide", a, b)
+        return _binary("floor_divide", np.floor_divide, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        zero = np.zeros_like(g)
+        return zero, zero  # floor(a/b) is a step function: its derivative is 0 wherever it exists
+
+
+class Remainder(Function):
+    """a % b = a - b * floor(a/b), with the sign of b as Python's % and PyTorch's remainder: -7 % 2 = 1."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _no_integer_zero_divisor("remainder", a, b)
+        ctx.save_for_backward(a, b)
+        return _binary("remainder", np.remainder, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        # d(a - b floor(a/b))/da = 1, d/db = -floor(a/b) (floor is constant between its steps)
+        db = -g * np.floor_divide(a, b) if ctx.needs_input_grad[1] else None
+        return g, db
 
 
 # ============================================================================ elementwise, one input
@@ -334,6 +372,161 @@ class Clip(Function):
         return g * inside
 
 
+class Log2(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.log2(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g / (a * np.log(a.dtype.type(2)))  # d(log2 a)/da = 1 / (a ln 2)
+
+
+class Rsqrt(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a):
+        y = 1 / np.sqrt(a)
+        ctx.save_for_backward(y)
+        return _in_dtype_of(a, y)
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return -0.5 * g * y * y * y  # d(a^(-1/2))/da = -1/2 a^(-3/2) = -y^3 / 2
+
+
+_erf_elementwise = np.frompyfunc(math.erf, 1, 1)  # math.erf applied to each element (numpy has no erf)
+
+
+class Erf(Function):
+    """erf(x) = 2/sqrt(pi) * integral from 0 to x of e^(-t^2) dt, computed in float64 by math.erf."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.asarray(_erf_elementwise(a.astype(np.float64)), dtype=a.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * (2 / math.sqrt(math.pi)) * np.exp(-a * a)  # d erf(x)/dx = 2/sqrt(pi) e^(-x^2)
+
+
+def _sigmoid(a):
+    """1 / (1 + e^-a), without overflow for large |a|, in a's dtype."""
+    return _in_dtype_of(a, 0.5 * (1 + np.tanh(0.5 * a)))
+
+
+class SiLU(Function):
+    """silu(x) = x * sigmoid(x) (also called swish)."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a):
+        s = _sigmoid(a)
+        ctx.save_for_backward(a, s)
+        return a * s
+
+    @staticmethod
+    def backward(ctx, g):
+        a, s = ctx.saved_tensors
+        return g * s * (1 + a * (1 - s))  # d(x s)/dx = s + x s (1 - s)
+
+
+class LeakyReLU(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a, negative_slope=0.01):
+        ctx.save_for_backward(a)
+        ctx.slope = negative_slope
+        return _in_dtype_of(a, np.where(a > 0, a, a * negative_slope))
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * np.where(a > 0, 1.0, ctx.slope)  # slope 1 where x > 0, negative_slope elsewhere (0 too)
+
+
+class Softplus(Function):
+    """softplus(x) = log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (as PyTorch:
+    there the two agree to float precision, and e^(beta x) could overflow)."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a, beta=1.0, threshold=20.0):
+        linear = a * beta > threshold
+        ctx.save_for_backward(a, linear)
+        ctx.beta = beta
+        soft = np.log1p(np.exp(np.where(linear, 0, a * beta))) / beta  # (e^0 where linear: no overflow)
+        return _in_dtype_of(a, np.where(linear, a, soft))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, linear = ctx.saved_tensors
+        # d/dx log(1 + e^(bx)) / b = e^(bx) / (1 + e^(bx)) = sigmoid(bx); 1 on the linear part
+        return g * np.where(linear, 1, _sigmoid(a * ctx.beta))
+
+
+class ELU(Function):
+    """elu(x) = x where x > 0, alpha (e^x - 1) elsewhere."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a, alpha=1.0):
+        ctx.save_for_backward(a)
+        ctx.alpha = alpha
+        return _in_dtype_of(a, np.where(a > 0, a, alpha * np.expm1(np.minimum(a, 0))))
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * np.where(a > 0, 1, ctx.alpha * np.exp(np.minimum(a, 0)))  # 1, or alpha e^x for x <= 0
+
+
+class Sign(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return np.sign(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)  # sign is constant on each side of 0: derivative 0 (taken as 0 at 0 too)
+
+
+class Floor(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return np.floor(a) if a.dtype.kind == "f" else a.copy()  # an integer is its own floor
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)  # a step function: derivative 0 between the steps (taken as 0 at them)
+
+
+class Round(Function):
+    """Round to `decimals` places, halves to even (as numpy and PyTorch: round(0.5) = 0, round(1.5) = 2)."""
+
+    @staticmethod
+    def forward(ctx, a, decimals=0):
+        return np.round(a, decimals) if a.dtype.kind == "f" else a.copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)  # a step function: derivative 0 between the steps (taken as 0 at them)
+
+
 class Cast(Function):
     @staticmethod
     def forward(ctx, a, dtype):
@@ -451,6 +644,68 @@ class Max(Function):
         # only the extreme element moves the result; equal extremes share the gradient evenly
         winners = a == y
         return _expand_reduced(g, ctx.shape, ctx.axes) * winners / winners.sum(axis=ctx.axes, keepdims=True)
+
+
+class LogSumExp(Function):
+    """log(sum(e^x)) over `axis`, computed as m + log(sum(e^(x - m))) with m the largest x, so that
+    no e^x overflows. An empty axis gives -inf (the log of an empty sum, 0)."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a, axis, keepdims=False):
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "logsumexp")
+        m = np.max(a, axis=ctx.axes, keepdims=True, initial=-np.inf)
+        m = np.where(np.isfinite(m), m, 0)  # a row of -inf (or an empty one) has nothing to shift by
+        with np.errstate(divide="ignore"):  # log(0) = -inf for an empty row or a row of -inf
+            y = _in_dtype_of(a, np.log(np.sum(np.exp(a - m), axis=ctx.axes, keepdims=True)) + m)
+        ctx.save_for_backward(a, y)
+        return y if keepdims else y.reshape([n for i, n in enumerate(a.shape) if i not in ctx.axes])
+
+    @staticmethod
+    def backward(ctx, g):
+        a, y = ctx.saved_tensors
+        # d/dx_i log(sum_j e^x_j) = e^x_i / sum_j e^x_j = e^(x_i - y): the softmax of x
+        return _expand_reduced(g, ctx.shape, ctx.axes) * np.exp(a - y)
+
+
+class Prod(Function):
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "prod")
+        ctx.save_for_backward(a)
+        return np.prod(a, axis=ctx.axes, keepdims=keepdims)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        if a.size == 0:
+            return np.zeros(a.shape, dtype=g.dtype)  # no elements, no gradient
+        # d(x_1 ... x_n)/dx_i = the product of the others = (product of those before i) * (product of
+        # those after i). No division by x_i, so a zero among the x is no problem.
+        kept = [i for i in range(a.ndim) if i not in ctx.axes]
+        moved = np.transpose(a, kept + list(ctx.axes))  # the reduced axes last, flattened into one
+        n = int(np.prod([a.shape[i] for i in ctx.axes]))
+        rows = moved.reshape(moved.shape[: len(kept)] + (n,))
+        ones = np.ones(rows.shape[:-1] + (1,), dtype=a.dtype)
+        before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+        after = np.flip(np.cumprod(np.flip(np.concatenate([rows[..., 1:], ones], axis=-1), -1), axis=-1), -1)
+        others = np.transpose((before * after).reshape(moved.shape), np.argsort(kept + list(ctx.axes)))
+        return _expand_reduced(g, ctx.shape, ctx.axes) * others
+
+
+class CumSum(Function):
+    """y_i = x_0 + ... + x_i along `axis`."""
+
+    @staticmethod
+    def forward(ctx, a, axis):
+        ctx.axis = axis
+        return np.cumsum(a, axis=axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        # x_i appears in y_i, y_i+1, ...: dx_i = g_i + g_i+1 + ..., a cumulative sum from the end
+        return np.flip(np.cumsum(np.flip(g, ctx.axis), axis=ctx.axis), ctx.axis)
 
 
 # ============================================================================ shape and indexing
@@ -658,6 +913,102 @@ class Triangle(Function):
     @staticmethod
     def backward(ctx, g):
         return (np.tril if ctx.lower else np.triu)(g, ctx.k)  # zeroed entries pass no gradient
+
+
+def _index_grid(op, a_shape, index, dim, what="input"):
+    """The numpy index that picks a[i_0, ..., index[i], ..., i_n] for every position i of `index`
+    (PyTorch's gather/scatter rule along `dim`), after checking `index` against `a_shape`."""
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"{op}: index must be an integer tensor, got {index.dtype}")
+    if index.ndim != len(a_shape):
+        raise ValueError(f"{op}: index of shape {index.shape} must have as many dims as the {what} "
+                         f"{a_shape} ({len(a_shape)})")
+    too_big = [d for d in range(index.ndim) if d != dim and index.shape[d] > a_shape[d]]
+    if too_big:
+        raise ValueError(f"{op}: index of shape {index.shape} is larger than the {what} {a_shape} along dim "
+                         f"{too_big[0]}; expected index.shape[d] <= {what}.shape[d] for every d != dim ({dim})")
+    if index.size and (index.min() < 0 or index.max() >= a_shape[dim]):
+        bad = index.min() if index.min() < 0 else index.max()
+        raise IndexError(f"{op}: index {int(bad)} is out of range for dim {dim} of the {what} {a_shape} "
+                         f"(valid: 0..{a_shape[dim] - 1})")
+    grid = list(np.indices(index.shape, sparse=True))  # grid[d] = the position along axis d, broadcastable
+    grid[dim] = index.copy()  # (a copy: later changes to the index cannot reach backward)
+    return tuple(grid)
+
+
+class Gather(Function):
+    """out[i][j] = a[index[i][j]][j] for dim 0 (a[i][index[i][j]] for dim 1, and so on): out has the
+    shape of `index`, which has a's number of dims and is no larger than a except along `dim`."""
+
+    @staticmethod
+    def forward(ctx, a, index, dim):
+        ctx.grid, ctx.shape = _index_grid("gather", a.shape, index, dim), a.shape
+        return a[ctx.grid]
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        np.add.at(grad, ctx.grid, g)  # each picked element gets its gradient; one picked twice gets both
+        return grad
+
+
+class ScatterAdd(Function):
+    """A copy of `a` with src[i][j] added at [index[i][j]][j] for dim 0 (and so on for other dims):
+    the reverse of gather. Only the part of src that `index` covers is used."""
+
+    @staticmethod
+    def forward(ctx, a, src, index, dim):
+        if a.dtype != src.dtype:
+            raise TypeError(f"scatter_add: the tensor is {a.dtype} but src is {src.dtype}; convert one")
+        if index.ndim != src.ndim or any(n > m for n, m in zip(index.shape, src.shape)):
+            raise ValueError(f"scatter_add: index of shape {index.shape} does not fit src {src.shape}; "
+                             "expected as many dims, and index.shape[d] <= src.shape[d] for every d")
+        ctx.grid = _index_grid("scatter_add", a.shape, index, dim)
+        ctx.used = tuple(np.indices(index.shape, sparse=True))  # the part of src that is added
+        ctx.src_shape = src.shape
+        out = a.copy()
+        np.add.at(out, ctx.grid, src[ctx.used])
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        # out = a + (src scattered): d out/da = 1; each used src element reads g where it was added
+        dsrc = None
+        if ctx.needs_input_grad[1]:
+            dsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
+            dsrc[ctx.used] = g[ctx.grid]
+        return g, dsrc
+
+
+class Flip(Function):
+    """The elements in reverse order along the axes `dims` (a copy, as in PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        ctx.dims = dims
+        return np.flip(a, dims).copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.flip(g, ctx.dims)  # flipping moves values: flip the gradient back
+
+
+class Repeat(Function):
+    """PyTorch's repeat (numpy's tile): `sizes[d]` copies of the tensor along axis d, one after the
+    other; extra leading sizes add new axes in front."""
+
+    @staticmethod
+    def forward(ctx, a, sizes):
+        ctx.shape = a.shape
+        return np.tile(a, sizes)
+
+    @staticmethod
+    def backward(ctx, g):
+        # output index k * n + i along an axis of size n is copy k of element i: view g as
+        # (copies, n) per axis and sum over the copies (the gradient of a copy is a sum)
+        shape = (1,) * (g.ndim - len(ctx.shape)) + ctx.shape
+        pairs = [m for n, total in zip(shape, g.shape) for m in (total // n if n else 0, n)]
+        return g.reshape(pairs).sum(axis=tuple(range(0, 2 * g.ndim, 2))).reshape(ctx.shape)
 
 
 # ============================================================================ matrix product
@@ -917,7 +1268,8 @@ class CrossEntropy(Function):
                 f"{logits.shape} without its last (class) axis, i.e. {logits.shape[:-1]}"
             )
         if targets.dtype.kind not in "iu":
-            raise TypeError(f"cross_entropy: targets must be integer class ids, got {targets.dtype}")
+            raise TypeError(f"cross_entropy: targets must be integer class ids, got {targets.dtype} (class "
+                            f"probabilities take the logits' shape {logits.shape})")
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
         rows = logits.reshape(-1, logits.shape[-1])
@@ -945,6 +1297,59 @@ class CrossEntropy(Function):
         # d loss_r / d logits_r = softmax(logits_r) - target distribution (one-hot, smoothed)
         d = kernels.cross_entropy_backward(rows, ids, lse, per_row, ignore_index, smoothing)
         return d.reshape(shape)
+
+
+def _same_shape(op, a, b, names=("input", "target")):
+    if a.shape != b.shape:
+        raise ValueError(f"{op}: {names[0]} of shape {a.shape} and {names[1]} of shape {b.shape} must have "
+                         "the same shape")
+
+
+class BinaryCrossEntropy(Function):
+    """-(y log p + (1 - y) log(1 - p)) elementwise, for probabilities p in [0, 1] and targets y; each
+    log is clamped at -100 as in PyTorch, so p = 0 or 1 gives a finite loss."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, p, y):
+        _same_shape("binary_cross_entropy", p, y)
+        if p.size and not (p.min() >= 0 and p.max() <= 1):  # (NaN fails too)
+            raise ValueError("binary_cross_entropy: input must be probabilities in [0, 1] (apply sigmoid, or use "
+                             f"binary_cross_entropy_with_logits), got values from {p.min()} to {p.max()}")
+        with np.errstate(divide="ignore"):
+            log_p, log_q = np.maximum(np.log(p), -100), np.maximum(np.log1p(-p), -100)
+        ctx.save_for_backward(p, y, log_p, log_q)
+        return _in_dtype_of(p, -(y * log_p + (1 - y) * log_q))
+
+    @staticmethod
+    def backward(ctx, g):
+        p, y, log_p, log_q = ctx.saved_tensors
+        # d/dp = -y/p + (1 - y)/(1 - p) = (p - y) / (p (1 - p)), the denominator kept >= 1e-12 (PyTorch's)
+        dp = g * (p - y) / np.maximum(p * (1 - p), 1e-12) if ctx.needs_input_grad[0] else None
+        dy = g * (log_q - log_p) if ctx.needs_input_grad[1] else None  # d/dy = -(log p - log(1 - p))
+        return dp, dy
+
+
+class BinaryCrossEntropyWithLogits(Function):
+    """binary_cross_entropy(sigmoid(x), y) in the numerically stable form
+    max(x, 0) - x y + log(1 + e^-|x|): no e^x overflows and no log of 0 is taken."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, x, y):
+        _same_shape("binary_cross_entropy_with_logits", x, y)
+        ctx.save_for_backward(x, y)
+        return _in_dtype_of(x, np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x))))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        # the loss is log(1 + e^x) - x y:  d/dx = sigmoid(x) - y,  d/dy = -x
+        dx = g * (_sigmoid(x) - y) if ctx.needs_input_grad[0] else None
+        dy = -g * x if ctx.needs_input_grad[1] else None
+        return dx, dy
 
 
 # ============================================================================ randomness and lookup

@@ -245,6 +245,22 @@ class Tensor(TensorMath, TensorShape):
     def __rpow__(self, base):
         return ops.Pow.apply(*_operands(base, self, "pow"))
 
+    def __floordiv__(self, other):
+        return ops.FloorDivide.apply(*_operands(self, other, "floor_divide"))
+
+    def __rfloordiv__(self, other):
+        return ops.FloorDivide.apply(*_operands(other, self, "floor_divide"))
+
+    def __mod__(self, other):
+        return ops.Remainder.apply(*_operands(self, other, "remainder"))
+
+    def __rmod__(self, other):
+        return ops.Remainder.apply(*_operands(other, self, "remainder"))
+
+    # PyTorch's method names for the operators: x.add(y) is x + y, x.remainder(y) is x % y, ...
+    add, sub, mul, div, pow, neg = __add__, __sub__, __mul__, __truediv__, __pow__, __neg__
+    floor_divide, remainder = __floordiv__, __mod__
+
     def __matmul__(self, other):
         return self.matmul(other)
 

@@ -1,14 +1,20 @@
-"""TensorMath: the Tensor methods that compute values element by element (exp, tanh, gelu, ...)
-and those that reduce or normalize along axes (sum, mean, var, max, softmax, ...).
+"""TensorMath: the Tensor methods that compute values element by element (exp, tanh, gelu, floor,
+isnan, ...) and those that reduce or normalize along axes (sum, var, prod, logsumexp, cumsum, topk,
+softmax, ...).
 
 `Tensor` (tensor.py) inherits them; each calls one op of ops.py. The binary ops and the methods
 that meet a Python number (+, *, **, maximum, clip, ...) live in tensor.py, with the dtype rules
 for operands.
 """
+import collections
+import numbers
+
 import numpy as np
 
 from . import ops
 from .ops import _axis
+
+TopK = collections.namedtuple("topk", ["values", "indices"])  # what topk returns, as PyTorch's
 
 
 class TensorMath:
@@ -50,6 +56,50 @@ class TensorMath:
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         return ops.GELU.apply(self, approximate=approximate == "tanh")
 
+    def silu(self):
+        """silu(x) = x * sigmoid(x)."""
+        return ops.SiLU.apply(self)
+
+    def leaky_relu(self, negative_slope=0.01):
+        """x where x > 0, negative_slope * x elsewhere."""
+        return ops.LeakyReLU.apply(self, negative_slope=negative_slope)
+
+    def softplus(self, beta=1.0, threshold=20.0):
+        """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (PyTorch's)."""
+        return ops.Softplus.apply(self, beta=beta, threshold=threshold)
+
+    def elu(self, alpha=1.0):
+        """x where x > 0, alpha (e^x - 1) elsewhere."""
+        return ops.ELU.apply(self, alpha=alpha)
+
+    def erf(self):
+        return ops.Erf.apply(self)
+
+    def log2(self):
+        return ops.Log2.apply(self)
+
+    def rsqrt(self):
+        """1 / sqrt(x)."""
+        return ops.Rsqrt.apply(self)
+
+    # piecewise constant: their gradient is 0 (as in PyTorch)
+    def sign(self):
+        return ops.Sign.apply(self)
+
+    def floor(self):
+        return ops.Floor.apply(self)
+
+    def round(self, decimals=0):
+        """Round to `decimals` places; halves go to the even neighbour (round(2.5) = 2), as PyTorch."""
+        return ops.Round.apply(self, decimals=decimals)
+
+    # tests of each element: bool tensors, outside the graph (they have no gradient)
+    def isnan(self):
+        return self._from_op(np.isnan(self.data), False)
+
+    def isfinite(self):
+        return self._from_op(np.isfinite(self.data), False)
+
     # ------------------------------------------------------------------ reductions
     def sum(self, axis=None, keepdims=False):
         return ops.Sum.apply(self, axis=axis, keepdims=keepdims)
@@ -59,6 +109,24 @@ class TensorMath:
 
     def var(self, axis=None, keepdims=False, ddof=0):
         return ops.Var.apply(self, axis=axis, keepdims=keepdims, ddof=ddof)
+
+    def std(self, axis=None, keepdims=False, ddof=0):
+        """Standard deviation, sqrt(var): numpy's convention as `var`, dividing by n - ddof with ddof=0
+        by default (PyTorch divides by n - 1 by default: pass ddof=1 for its result). A composition
+        of var and sqrt, so its gradient comes from theirs; at std = 0 that gradient is inf or NaN."""
+        return self.var(axis=axis, keepdims=keepdims, ddof=ddof).sqrt()
+
+    def prod(self, axis=None, keepdims=False):
+        return ops.Prod.apply(self, axis=axis, keepdims=keepdims)
+
+    def logsumexp(self, dim, keepdim=False):
+        """log(sum(exp(x))) over `dim` (an int or a tuple), without overflow."""
+        return ops.LogSumExp.apply(self, axis=dim, keepdims=keepdim)
+
+    def cumsum(self, dim):
+        """Running sums along `dim`: y_i = x_0 + ... + x_i."""
+        x = self.reshape(1) if self.ndim == 0 else self  # (a 0-d tensor: its one value)
+        return ops.CumSum.apply(x, axis=_axis(dim, x.ndim, "cumsum", self.shape)).reshape(self.shape)
 
     def max(self, axis=None, keepdims=False):
         return ops.Max.apply(self, axis=axis, keepdims=keepdims, largest=True)
@@ -75,6 +143,25 @@ class TensorMath:
         if axis is not None:
             _axis(axis, self.ndim, "argmin", self.shape)
         return self._from_op(np.argmin(self.data, axis=axis, keepdims=keepdims), False)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The k largest elements along `dim`, largest first (largest=False: the k smallest, smallest
+        first), and their positions: a pair (values, indices), indices int64. The values are
+        `gather`ed from this tensor, so the gradient flows through them to the elements picked.
+        They are always in order (PyTorch's sorted=False allows any order); ties keep x's order."""
+        if self.ndim == 0:
+            raise ValueError("topk: needs a tensor with at least 1 dim, got shape ()")
+        dim = _axis(dim, self.ndim, "topk", self.shape)
+        n = self.shape[dim]
+        if not isinstance(k, numbers.Integral) or not 0 <= k <= n:
+            raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {n} (shape {self.shape}); "
+                             f"expected 0 <= k <= {n}")
+        key = self.data
+        if largest:  # sort by -x (as int64 for unsigned and bool values, which have no negative)
+            key = -key if key.dtype.kind in "fi" else -key.astype(np.int64)
+        order = np.argsort(key, axis=dim, kind="stable")
+        indices = np.take(order, np.arange(k), axis=dim).astype(np.int64)
+        return TopK(self.gather(dim, indices), self._from_op(indices, False))
 
     def softmax(self, axis=-1, scale=None, mask=None):
         """softmax along `axis`. With `scale` and/or a bool `mask` (over the last axis only):

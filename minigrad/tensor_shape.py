@@ -1,5 +1,5 @@
-"""TensorShape: the Tensor methods that move elements without computing new values: reshape,
-permute, squeeze, expand, split, masked_fill, tril, ...
+"""TensorShape: the Tensor methods that move or select elements: reshape, permute, squeeze, expand,
+split, masked_fill, tril, flip, repeat, gather, scatter_add, ...
 
 `Tensor` (tensor.py) inherits them; each calls one op of ops.py (`x[index]` is in tensor.py).
 """
@@ -116,3 +116,37 @@ class TensorShape:
 
     def triu(self, k=0):
         return ops.Triangle.apply(self, k=k, lower=False)
+
+    def flip(self, *dims):
+        """The elements in reverse order along each axis in `dims`: x.flip(0) or x.flip((0, 1))."""
+        dims = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], numbers.Integral) else dims
+        axes = [_axis(d, self.ndim, "flip", self.shape) for d in dims]
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"flip: dims {dims} name an axis twice (tensor of shape {self.shape})")
+        return ops.Flip.apply(self, dims=tuple(axes))
+
+    def repeat(self, *sizes):
+        """sizes[d] copies along each axis d (numpy's tile): x (2, 3).repeat(2, 1) is (4, 3). Give at
+        least one size per axis; extra leading sizes add axes in front: x.repeat(4, 1, 1) is (4, 2, 3)."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], numbers.Integral) else sizes
+        if len(sizes) < self.ndim:
+            raise ValueError(f"repeat: {len(sizes)} sizes {sizes} for a tensor of shape {self.shape}; expected "
+                             f"at least one per dim ({self.ndim})")
+        if any(not isinstance(n, numbers.Integral) or n < 0 for n in sizes):
+            raise ValueError(f"repeat: sizes must be integers >= 0, got {sizes}")
+        return ops.Repeat.apply(self, sizes=tuple(int(n) for n in sizes))
+
+    def gather(self, dim, index):
+        """out[i][j] = x[index[i][j]][j] for dim=0, x[i][index[i][j]] for dim=1 (and so on): values
+        picked along `dim` at the positions in `index`, an integer tensor with as many dims as x
+        and no larger along the others. out has index's shape."""
+        dim = _axis(dim, self.ndim, "gather", self.shape)
+        return ops.Gather.apply(self, index=np.asarray(getattr(index, "data", index)), dim=dim)
+
+    def scatter_add(self, dim, index, src):
+        """A copy of x with src[i][j] added at [index[i][j]][j] for dim=0 (and so on): the reverse of
+        gather, adding up the values sent to one place. index has as many dims as src and x."""
+        dim = _axis(dim, self.ndim, "scatter_add", self.shape)
+        if not isinstance(src, TensorShape):  # (every Tensor is one) numbers or arrays: x's dtype
+            src = np.asarray(src, dtype=self.dtype)
+        return ops.ScatterAdd.apply(self, src, index=np.asarray(getattr(index, "data", index)), dim=dim)

@@ -192,6 +192,24 @@ def both(domain_a, domain_b):
 APART = Domain("|a - b| > 0.05", interleaved, lambda a, b: bool(np.all(np.abs(np.subtract(a, b)) > 0.05)), arity=2)
 
 
+def quotients(shape_a, shape_b, seed=0):
+    """a = n + u (n an integer, u in [0.3, 0.7]) and b in {-2, -1, 1, 2}: every a / b is at least 0.15
+    from an integer, where a // b and a % b jump."""
+    g = rng(seed)
+    return g.integers(-3, 4, shape_a) + g.uniform(0.3, 0.7, shape_a), g.choice([-2.0, -1.0, 1.0, 2.0], size=shape_b)
+
+
+def _fraction_apart(a, b):
+    with np.errstate(all="ignore"):
+        q = np.divide(a, b)
+    return bool(np.all(np.abs(b) > 0.3) and np.all(np.abs(q - np.round(q)) > 0.05))
+
+
+# a // b and a % b: a / b away from the integers (steps of floor), b away from 0
+QUOTIENTS = Domain("a / b not within 0.05 of an integer, |b| > 0.3", quotients, _fraction_apart, arity=2)
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
 class Op(NamedTuple):
     name: str
     fn: Callable  # minigrad: tensors in, a tensor out
@@ -235,6 +253,19 @@ OPS = [
     Op("rmul_scalar", lambda x: -0.5 * x, lambda x: -0.5 * x, REAL),
     Op("div_scalar", lambda x: x / 4, lambda x: x / 4, REAL),
     Op("neg", lambda x: -x, np.negative, REAL),
+    Op("neg_method", lambda x: x.neg(), np.negative, REAL),
+    Op("silu", lambda x: x.silu(), lambda x: x / (1.0 + np.exp(-x)), REAL),
+    Op("leaky_relu", lambda x: x.leaky_relu(0.1), lambda x: np.where(x > 0, x, 0.1 * x), away(0.0)),
+    Op("softplus", lambda x: x.softplus(), lambda x: np.log1p(np.exp(x)), REAL),
+    Op("softplus_beta_threshold", lambda x: x.softplus(beta=2.0, threshold=1.0),
+       lambda x: np.where(2.0 * x > 1.0, x, np.log1p(np.exp(2.0 * x)) / 2.0), away(0.5)),
+    Op("elu", lambda x: x.elu(alpha=1.5), lambda x: np.where(x > 0, x, 1.5 * np.expm1(x)), away(0.0)),
+    Op("erf", lambda x: x.erf(), _erf, REAL),
+    Op("log2", lambda x: x.log2(), np.log2, POSITIVE),
+    Op("rsqrt", lambda x: x.rsqrt(), lambda x: 1.0 / np.sqrt(x), POSITIVE),
+    Op("sign", lambda x: x.sign(), np.sign, away(0.0)),
+    Op("floor", lambda x: x.floor(), np.floor, away(-2.0, -1.0, 0.0, 1.0, 2.0)),
+    Op("round", lambda x: x.round(), np.round, away(-1.5, -0.5, 0.5, 1.5)),
     # two inputs, of shapes that broadcast together
     Op("add", lambda a, b: a + b, np.add, both(REAL, REAL)),
     Op("sub", lambda a, b: a - b, np.subtract, both(REAL, REAL)),
@@ -244,6 +275,13 @@ OPS = [
     Op("maximum", lambda a, b: a.maximum(b), np.maximum, APART),
     Op("minimum", lambda a, b: a.minimum(b), np.minimum, APART),
     Op("mg.maximum", lambda a, b: mg.maximum(a, b), np.maximum, APART),
+    Op("floor_divide", lambda a, b: a // b, np.floor_divide, QUOTIENTS),
+    Op("remainder", lambda a, b: a % b, np.remainder, QUOTIENTS),
+    Op("add_method", lambda a, b: a.add(b), np.add, both(REAL, REAL)),
+    Op("sub_method", lambda a, b: a.sub(b), np.subtract, both(REAL, REAL)),
+    Op("mul_method", lambda a, b: a.mul(b), np.multiply, both(within(10), within(10))),
+    Op("div_method", lambda a, b: a.div(b), np.divide, both(within(10), NONZERO)),
+    Op("pow_method", lambda a, b: a.pow(b), np.power, both(POWER_BASE, within(2.5))),
 ]
 UNARY_OPS = {op.name: op for op in OPS if op.domain.arity == 1}
 BINARY_OPS = {op.name: op for op in OPS if op.domain.arity == 2}
