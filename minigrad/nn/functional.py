@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 
 from .. import ops
-from ..creation import as_tensor, dropout, embedding  # noqa: F401  (re-exported)
+from ..creation import as_tensor, dropout, embedding, where  # noqa: F401  (re-exported)
 from ..tensor import Tensor
 
 
@@ -42,6 +42,38 @@ def relu(x):
     return x.relu()
 
 
+def silu(x):
+    return x.silu()
+
+
+def leaky_relu(x, negative_slope=0.01):
+    return x.leaky_relu(negative_slope)
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    return x.softplus(beta, threshold)
+
+
+def elu(x, alpha=1.0):
+    return x.elu(alpha)
+
+
+def one_hot(tensor, num_classes=-1):
+    """Integer class ids (...) -> int64 (..., num_classes), 1 at each id and 0 elsewhere; no gradient.
+    num_classes=-1 takes the largest id + 1."""
+    ids = np.asarray(getattr(tensor, "data", tensor))
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: class ids must be integers, got {ids.dtype} (shape {ids.shape})")
+    if ids.size and ids.min() < 0:
+        raise ValueError(f"one_hot: class ids must be >= 0, got {int(ids.min())} (shape {ids.shape})")
+    if num_classes == -1:
+        num_classes = int(ids.max()) + 1 if ids.size else 0
+    if ids.size and ids.max() >= num_classes:
+        raise ValueError(f"one_hot: class id {int(ids.max())} is out of range for num_classes={num_classes} "
+                         f"(ids of shape {ids.shape})")
+    return Tensor(np.arange(num_classes) == ids[..., None], dtype=np.int64)
+
+
 def softmax(x, axis=-1):
     return x.softmax(axis)
 
@@ -70,10 +102,17 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     loss = -log softmax(logits)[target], computed stably as logsumexp(logits) - logits[target].
     label_smoothing = eps mixes the one-hot target with the uniform distribution:
     loss = (1 - eps) * nll + eps * mean_j(-log p_j). Targets equal to `ignore_index` count for
-    nothing; "mean" divides by the number of counted targets (0 counted gives loss 0)."""
-    targets = np.asarray(getattr(targets, "data", targets))
+    nothing; "mean" divides by the number of counted targets (0 counted gives loss 0).
+
+    `targets` may also be class probabilities (float, the logits' shape), as in PyTorch:
+    loss = -sum_j targets_j log softmax(logits)_j per row (label smoothing mixes them with the
+    uniform distribution too), and "mean" divides by the number of rows."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    kind = (targets.dtype if hasattr(targets, "dtype") else np.asarray(targets).dtype).kind
+    if kind == "f" and np.shape(targets) == logits.shape:  # class probabilities
+        return _soft_cross_entropy(logits, targets, label_smoothing, reduction)
+    targets = np.asarray(getattr(targets, "data", targets))
     return ops.CrossEntropy.apply(
         logits, targets=targets, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
     )
@@ -90,3 +129,66 @@ def mse_loss(input, target, reduction="mean"):
     if reduction not in ("mean", "sum"):
         raise ValueError(f"mse_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     return squared.mean() if reduction == "mean" else squared.sum()
+
+
+def _soft_cross_entropy(logits, targets, label_smoothing, reduction):
+    """cross_entropy against class probabilities (..., V): a composition of log_softmax, products
+    and sums, so the gradient (for the targets too, if they require it) comes from theirs."""
+    if isinstance(targets, Tensor):
+        if targets.dtype != logits.dtype:
+            raise TypeError(f"cross_entropy: the logits are {logits.dtype} but the target probabilities are "
+                            f"{targets.dtype}; convert one")
+    else:
+        targets = Tensor(np.asarray(targets, dtype=logits.dtype))
+    if label_smoothing:
+        targets = targets * (1 - label_smoothing) + label_smoothing / logits.shape[-1]
+    losses = -(targets * logits.log_softmax(-1)).sum(-1)
+    return _reduce("cross_entropy", losses, reduction)
+
+
+def _reduce(op, losses, reduction):
+    if reduction == "none":
+        return losses
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return losses.mean() if reduction == "mean" else losses.sum()
+
+
+def nll_loss(input, target, *, ignore_index=-100, reduction="mean"):
+    """The negative log-likelihood: -input[..., target] for log-probabilities `input` (..., C) (the
+    output of log_softmax; class axis last, as in `cross_entropy`) and integer `target` (...).
+    Targets equal to `ignore_index` count for nothing; "mean" divides by the number of counted
+    targets (0 counted gives loss 0, as `cross_entropy`). A composition of gather, where and sum:
+    the gradient comes from theirs."""
+    target = np.asarray(getattr(target, "data", target))
+    if input.ndim == 0 or target.shape != input.shape[:-1]:
+        raise ValueError(f"nll_loss: target of shape {target.shape} must match the input's shape {input.shape} "
+                         f"without its last (class) axis, i.e. {input.shape[:-1]}")
+    if target.dtype.kind not in "iu":
+        raise TypeError(f"nll_loss: target must be integer class ids, got {target.dtype}")
+    counted = target != ignore_index
+    classes = input.shape[-1]
+    bad = counted & ((target < 0) | (target >= classes))
+    if bad.any():
+        raise IndexError(f"nll_loss: target {int(target[bad].flat[0])} is out of range for {classes} classes "
+                         f"(valid: 0..{classes - 1}, or ignore_index={ignore_index})")
+    picked = input.gather(-1, np.where(counted, target, 0)[..., None].astype(np.int64)).squeeze(-1)
+    losses = where(counted, -picked, 0.0)
+    if reduction == "mean":
+        return losses.sum() / max(int(counted.sum()), 1)
+    return _reduce("nll_loss", losses, reduction)
+
+
+def binary_cross_entropy(input, target, reduction="mean"):
+    """-(target log(input) + (1 - target) log(1 - input)), for probabilities `input` in [0, 1] (the
+    output of sigmoid) and targets of the same shape; each log is clamped at -100, as in PyTorch."""
+    target = as_tensor(target, dtype=input.dtype) if not isinstance(target, Tensor) else target
+    return _reduce("binary_cross_entropy", ops.BinaryCrossEntropy.apply(input, target), reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, reduction="mean"):
+    """binary_cross_entropy(sigmoid(input), target), computed stably from the logits:
+    max(x, 0) - x * target + log(1 + exp(-|x|))."""
+    target = as_tensor(target, dtype=input.dtype) if not isinstance(target, Tensor) else target
+    return _reduce("binary_cross_entropy_with_logits", ops.BinaryCrossEntropyWithLogits.apply(input, target),
+                   reduction)

@@ -92,6 +92,47 @@ class GELU(Module):
         return x.gelu(self.approximate)
 
 
+class SiLU(Module):
+    def forward(self, x):
+        return x.silu()
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return x.leaky_relu(self.negative_slope)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}"
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return x.softplus(self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class ELU(Module):
+    def __init__(self, alpha=1.0):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return x.elu(self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
+
 class Tanh(Module):
     def forward(self, x):
         return x.tanh()
