@@ -128,9 +128,17 @@ def train(seed, out):
 """
 
 
-def test_two_threads_train_at_once_under_numbas_workqueue_layer():
+@pytest.mark.parametrize("layer", ["workqueue", "omp", "tbb"])
+def test_two_threads_train_at_once_under_every_numba_threading_layer(layer):
     """numba's 'workqueue' threading layer aborts the process when two threads launch parallel
-    regions at once; minigrad's kernels use no numba parallel region, so nothing aborts."""
+    regions at once, and its OpenMP layer cannot survive a fork; minigrad's kernels launch no numba
+    parallel region, so the layer numba would pick does not matter. Each layer numba can load here
+    is forced in turn."""
+    probe = _python("import numba, numpy as np\n"
+                    "f = numba.njit(parallel=True)(lambda x: [x[i] for i in numba.prange(4)])\n"
+                    "f(np.ones(4)); print(numba.threading_layer())", NUMBA_THREADING_LAYER=layer)
+    if probe.returncode != 0:
+        pytest.skip(f"numba cannot load its {layer} threading layer here")
     code = _TRAIN + """
 out = []
 threads = [threading.Thread(target=train, args=(s, out)) for s in (1, 2)]
@@ -138,7 +146,7 @@ for t in threads: t.start()
 for t in threads: t.join()
 print(len(out), all(np.isfinite(out)))
 """
-    result = _python(code, NUMBA_THREADING_LAYER="workqueue")
+    result = _python(code, NUMBA_THREADING_LAYER=layer)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-2:] == ["2", "True"]
 
