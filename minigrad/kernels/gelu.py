@@ -105,7 +105,7 @@ def gelu_backward_numpy(x, g, approximate=False):
 
 @intrinsic
 def _fma(typingctx, a, b, c):
-    """a * b + c rounded once (LLVM's fma: one instruction on a CPU with FMA, as here)."""
+    """a * b + c rounded once (LLVM's fma: one instruction on a CPU with FMA)."""
     if not (isinstance(a, types.Float) and a == b == c):
         return None
 

@@ -168,8 +168,8 @@ def _log_softmax_backward_rows(y, g, dx, start, stop):
 
 
 # The masked kernel takes a mask in every case (the wrapper passes one all-True row for mask=None):
-# one compiled version per dtype. Loading the mask costs 10-15% over the plain softmax kernel, the
-# same with mask=None (measured). It is compiled without "contract": ``scale * x`` is rounded
+# one compiled version per dtype; reading the mask costs a little, with or without a real mask.
+# It is compiled without "contract": ``scale * x`` is rounded
 # before ``- shift`` (no fused multiply-add), exactly as in the numpy twin and the unfused steps.
 @jit(error_model="numpy", fastmath=False)
 def _masked_softmax_forward_rows(x, mask, scale, y, start, stop):
