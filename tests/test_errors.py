@@ -202,13 +202,13 @@ def test_tril_needs_two_dims():
 def test_reduction_axis_out_of_range():
     with pytest.raises(mg.AxisError, match="sum"):
         mg.ones(2, 3).sum(axis=-3)
-    with pytest.raises(np.exceptions.AxisError, match="max"):
+    with pytest.raises(mg.AxisError, match="max"):
         mg.ones(2, 3).max(axis=(0, 5))
 
 
 @pytest.mark.parametrize("op, axis", [("mean", 2), ("var", -3)])
 def test_mean_and_var_axis_out_of_range(op, axis):
-    _refuse(lambda: getattr(mg.ones(2, 3), op)(axis=axis), np.exceptions.AxisError, op, f"axis {axis}", "2 dims")
+    _refuse(lambda: getattr(mg.ones(2, 3), op)(axis=axis), mg.AxisError, op, f"axis {axis}", "2 dims")
 
 
 def test_max_of_empty_tensor():
