@@ -49,7 +49,7 @@ def test_cross_entropy_matches_numpy(n_rows, n_classes, dtype, smoothing, ignore
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(768, 65), (64, 5000)])
+@pytest.mark.parametrize("shape", [(768, 65), (6144, 65), (96, 5000)])
 def test_cross_entropy_on_batches_split_over_threads(shape, dtype):
     rng = np.random.default_rng(shape[1])
     logits = (3 * rng.standard_normal(shape)).astype(dtype)

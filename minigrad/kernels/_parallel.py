@@ -26,6 +26,8 @@ import numbers
 import os
 import threading
 
+import numpy as np
+
 
 def _default_threads():
     for name in ("MINIGRAD_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -74,24 +76,33 @@ class _Job:
         self.count_finished = itertools.count(1).__next__
         self.finished = threading.Event()  # set by whoever finishes the last chunk
         self.error = None
+        self.pool = self.number = None  # set by the pool that runs it
 
     def work(self):
-        """Take chunks until none is left (called by every thread of the launch)."""
+        """Take chunks until none is left (called by every thread of the launch); True if this
+        thread finished the last chunk."""
         n_items, n_chunks = self.n_items, self.n_chunks
         while True:
             c = self.next_chunk()
             if c >= n_chunks:
-                return
+                return False
             try:
                 self.kernel(*self.args, c * n_items // n_chunks, (c + 1) * n_items // n_chunks)
             except BaseException as error:  # re-raised in the caller's thread
                 self.error = error
             if self.count_finished() == n_chunks:
+                if self.pool is not None:
+                    self.pool.counters[_FINISHED] = self.number  # for the caller polling it
                 self.finished.set()
+                return True
+
+
+_STARTED, _FINISHED = 0, 1  # the pool's counters: number of the latest job; of the latest finished
 
 
 class _Worker:
-    """A daemon thread that sleeps until woken, then helps with the pool's current job."""
+    """A daemon thread that helps with each job of the pool. Between jobs it polls the pool's job
+    counter for a moment (``_spin``), then sleeps until woken."""
 
     def __init__(self, pool):
         self.wake = threading.Event()
@@ -99,9 +110,14 @@ class _Worker:
         threading.Thread(target=self._loop, name="minigrad-worker", daemon=True).start()
 
     def _loop(self):
+        seen = 0
         while True:
-            self.wake.wait()
-            self.wake.clear()
+            number = _spin.wait_while_equal(self.pool.counters, _STARTED, seen, _spin.POLLS)
+            if number == seen:  # no job came while polling: sleep
+                self.wake.wait()
+                self.wake.clear()
+                number = int(self.pool.counters[_STARTED])
+            seen = number
             job = self.pool.job
             if job is not None:
                 job.work()
@@ -114,6 +130,7 @@ class _Pool:
         self.workers = []
         self.busy = threading.Lock()
         self.job = None
+        self.counters = np.zeros(2, dtype=np.int64)  # _STARTED, _FINISHED: polled by the threads
 
     def run(self, job, n_threads):
         if not self.busy.acquire(blocking=False):
@@ -122,11 +139,14 @@ class _Pool:
         try:
             while len(self.workers) < n_threads - 1:
                 self.workers.append(_Worker(self))
+            job.pool, job.number = self, int(self.counters[_STARTED]) + 1
             self.job = job
+            self.counters[_STARTED] = job.number  # polling workers start now,
             for worker in self.workers[: n_threads - 1]:
-                worker.wake.set()
-            job.work()
-            job.finished.wait()  # for the chunks still running on other threads
+                worker.wake.set()  # sleeping ones when woken
+            if not job.work():  # chunks may still run on other threads: poll, then sleep
+                if not _spin.wait_until_equal(self.counters, _FINISHED, job.number, _spin.POLLS):
+                    job.finished.wait()
             self.job = None
         finally:
             self.busy.release()
@@ -134,6 +154,7 @@ class _Pool:
 
 _pool = None
 _pool_lock = threading.Lock()
+_spin = None  # the module _spin, imported with the first pool
 
 
 def _forget_pool():
@@ -162,6 +183,9 @@ def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
     job = _Job(kernel, args, n_items, min(n_items, n_threads * chunks_per_thread))
     pool = _pool
     if pool is None:
+        global _spin
+        from . import _spin  # (numba: only compiled kernels run in parallel)
+
         with _pool_lock:
             pool = _pool = _pool or _Pool()
     pool.run(job, n_threads)

@@ -67,6 +67,22 @@ def simd_max(typingctx, best, value):
 
 
 @intrinsic
+def bits_of_float(typingctx, value):
+    """Reinterpret the bits of a float32 as an int32 (float64 as int64); no conversion happens."""
+    if value == types.float32:
+        result = types.int32
+    elif value == types.float64:
+        result = types.int64
+    else:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(signature.return_type))
+
+    return result(value), codegen
+
+
+@intrinsic
 def float_from_bits(typingctx, bits):
     """Reinterpret the bits of an int32 as a float32 (int64 as float64); no conversion happens."""
     if bits == types.int32:
@@ -108,18 +124,24 @@ _EXP_MIN_64, _EXP_MAX_64 = -708.0, 709.0
 TAYLOR_32 = tuple(np.float32(1 / math.factorial(n)) for n in range(7, -1, -1))
 TAYLOR_64 = tuple(1 / math.factorial(n) for n in range(13, -1, -1))
 F32_ZERO, F32_INF, F32_LOG2E = np.float32(0.0), np.float32(np.inf), np.float32(LOG2E)
+# Rounding to an integer without a float -> int conversion (which LLVM does one number at a time
+# before AVX-512): adding 1.5 * 2^23 leaves round(y) in the low bits of the float32 sum, so
+# bits(y + SHIFTER) - bits(SHIFTER) = round(y), and shifting that into the exponent field gives 2^k.
+F32_SHIFTER = np.float32(1.5 * 2**23)
+SHIFTER_BITS_MINUS_BIAS = int(np.float32(1.5 * 2**23).view(np.int32)) - 127  # 127: float32's exponent bias
 
 
 # Out-of-range x gives a meaningless k and 2^k below, but the last three lines replace those
 # results, so no input clamping is needed (each line is one SIMD compare-and-select).
 def _exp_float32(x):
     """fast_exp for float32 (see ``fast_exp``)."""
-    k = np.rint(x * F32_LOG2E)
+    shifted = x * F32_LOG2E + F32_SHIFTER  # k = round(x / ln2), in the low bits (see F32_SHIFTER)
+    k = shifted - F32_SHIFTER
     r = (x - k * LN2_HI_32) - k * LN2_LO_32
     poly = TAYLOR_32[0]
     for coefficient in TAYLOR_32[1:]:  # unrolled by numba: the tuple's length is known
         poly = poly * r + coefficient
-    two_to_k = float_from_bits(np.int32((np.int32(k) + 127) << 23))  # float32: 8 exponent bits
+    two_to_k = float_from_bits(np.int32((bits_of_float(shifted) - SHIFTER_BITS_MINUS_BIAS) << 23))
     result = poly * two_to_k
     result = F32_ZERO if x < _EXP_MIN_32 else result
     result = F32_INF if x > _EXP_MAX_32 else result

@@ -31,7 +31,8 @@ from numba.extending import intrinsic, overload  # noqa: E402
 
 from ._parallel import parallel_for  # noqa: E402
 from ._rows import PARALLEL_MIN_ELEMENTS_EXP  # noqa: E402
-from ._simd import F32_LOG2E, LN2_HI_32, LN2_LO_32, TAYLOR_32, fast_exp, float_from_bits  # noqa: E402
+from ._simd import F32_LOG2E, F32_SHIFTER, LN2_HI_32, LN2_LO_32, SHIFTER_BITS_MINUS_BIAS, TAYLOR_32  # noqa: E402
+from ._simd import bits_of_float, fast_exp, float_from_bits  # noqa: E402
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
@@ -163,12 +164,13 @@ def _exp_hi_lo_float32(hi, lo):
     exactly (x^2 split in two floats by an fma), a single float32 argument would be rounded by up to
     4e-6 at x = -13, an error of 4e-6 in exp (about 30 units of float32 epsilon).
     """
-    k = np.rint(hi * F32_LOG2E)
+    shifted = hi * F32_LOG2E + F32_SHIFTER  # k = round(hi / ln2), as in fast_exp
+    k = shifted - F32_SHIFTER
     r = (hi - k * LN2_HI_32) - k * LN2_LO_32 + lo  # (hi - k * LN2_HI_32 is exact)
     poly = TAYLOR_32[0]
     for coefficient in TAYLOR_32[1:]:
         poly = poly * r + coefficient
-    two_to_k = float_from_bits(np.int32((np.int32(k) + 127) << 23))
+    two_to_k = float_from_bits(np.int32((bits_of_float(shifted) - SHIFTER_BITS_MINUS_BIAS) << 23))
     result = poly * two_to_k
     return _F32_ZERO if hi < _EXP_FLUSH_32 else result
 
