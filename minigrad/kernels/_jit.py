@@ -11,6 +11,11 @@ instead of compiling again. numba keeps it in ``__pycache__`` beside the kernel 
 folder is writable, else in a per-user folder (``~/.cache/numba`` on Linux), so every install is
 warm on its second run. ``MINIGRAD_CACHE_DIR`` (or numba's ``NUMBA_CACHE_DIR``) picks another.
 
+numba checks a cached kernel against its own source file only, not against the helpers it inlines
+from other files (``_simd.py``, ``matmul.py``'s tile). So a stamp of all the kernel files is kept
+beside the cache; when they change (an upgrade, an edit), the kernels' cache is cleared first
+(``_clear_stale_cache``).
+
 Compiling takes seconds, once per CPU and version. When a kernel takes more than a second, one line
 on stderr says what is happening (``MINIGRAD_QUIET_COMPILE=1`` silences it).
 """
@@ -118,6 +123,40 @@ def kernel_cache_path():
         return None
 
 
+def _clear_stale_cache():
+    """Remove the kernels' cache files if any kernel file changed since they were written."""
+    import glob
+    import hashlib
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    sources = sorted(glob.glob(os.path.join(here, "*.py")))
+    digest = hashlib.sha1()
+    for source in sources:
+        with open(source, "rb") as f:
+            digest.update(f.read())
+    stamp = digest.hexdigest()
+    path = kernel_cache_path()
+    if path is None:
+        return
+    stamp_file = os.path.join(path, "minigrad-kernels.stamp")
+    try:
+        with open(stamp_file) as f:
+            if f.read().strip() == stamp:
+                return
+    except OSError:
+        pass
+    try:
+        for source in sources:
+            stem = os.path.splitext(os.path.basename(source))[0]
+            for cached in glob.glob(os.path.join(path, f"{stem}.*.nb[ic]")):
+                os.remove(cached)
+        os.makedirs(path, exist_ok=True)
+        with open(stamp_file, "w") as f:
+            f.write(stamp + "\n")
+    except OSError:  # a read-only cache: numba will not write there either
+        pass
+
+
 class _CompileNotice(event.Listener):
     """Says on stderr, once per kernel, that a compile is under way, if it lasts over a second.
 
@@ -158,3 +197,4 @@ class _CompileNotice(event.Listener):
 
 
 event.register("numba:compile", _CompileNotice())
+_clear_stale_cache()
