@@ -19,7 +19,7 @@ import minigrad
 from minigrad import optim
 from transformer import GPT, GPTConfig
 
-from .common import Timer, builtin_corpus, parser, plot_losses, progress, seed_everything
+from .common import Timer, parser, plot_losses, progress, read_text, seed_everything
 
 
 def build_parser():
@@ -102,12 +102,7 @@ def estimate_loss(model, data, args):
 
 def train(args):
     seed_everything(args.seed)
-    if args.data:
-        with open(args.data, encoding="utf-8") as f:
-            text = f.read()
-    else:
-        text = builtin_corpus()
-    data = CharData(text)
+    data = CharData(read_text(args.data))
     config = GPTConfig(vocab_size=len(data.chars), block_size=args.block_size, n_layer=args.n_layer,
                        n_head=args.n_head, d_model=args.d_model, dropout=args.dropout, bias=args.bias,
                        norm=args.norm, position=args.position, mlp=args.mlp, n_kv_head=args.n_kv_head)

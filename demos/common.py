@@ -41,6 +41,14 @@ _CORPUS_MODULES = (
 )
 
 
+def read_text(path=None):
+    """The text of the file at `path` (UTF-8), or without one the built-in corpus."""
+    if not path:
+        return builtin_corpus()
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def builtin_corpus(min_chars=200_000):
     """English text from the docstrings of standard-library modules: no download needed."""
     import importlib

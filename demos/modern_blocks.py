@@ -21,7 +21,7 @@ from transformer import GPT, GPTConfig, RMSNorm, RotaryEmbedding, SwiGLU, repeat
 from transformer.model import MLP
 
 from .char_gpt import CharData, param_groups
-from .common import Timer, builtin_corpus, parser, progress, seed_everything
+from .common import Timer, parser, progress, read_text, seed_everything
 
 GPT2 = dict(norm="layernorm", position="learned", mlp="gelu", n_kv_head=None)
 
@@ -162,12 +162,7 @@ def run(args):
     show_gqa(args)
     print()
 
-    if args.data:
-        with open(args.data, encoding="utf-8") as f:
-            text = f.read()
-    else:
-        text = builtin_corpus()
-    data = CharData(text)
+    data = CharData(read_text(args.data))
     rng = np.random.default_rng(args.seed)
     batches = fixed_batches(data.splits["train"], args.steps, args, rng)
     val_batches = fixed_batches(data.splits["val"], args.eval_batches, args, rng)

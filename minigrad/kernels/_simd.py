@@ -66,36 +66,26 @@ def simd_max(typingctx, best, value):
     return best(best, value), codegen
 
 
-@intrinsic
-def bits_of_float(typingctx, value):
-    """Reinterpret the bits of a float32 as an int32 (float64 as int64); no conversion happens."""
-    if value == types.float32:
-        result = types.int32
-    elif value == types.float64:
-        result = types.int64
-    else:
-        return None
+def _bitcast(same_bits):
+    """An intrinsic that reinterprets the bits of a number as another type of the same size, as
+    `same_bits` maps them (no conversion happens)."""
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(signature.return_type))
+    def typer(typingctx, value):
+        result = same_bits.get(value)
+        if result is None:
+            return None
 
-    return result(value), codegen
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(signature.return_type))
+
+        return result(value), codegen
+
+    return intrinsic(typer)
 
 
-@intrinsic
-def float_from_bits(typingctx, bits):
-    """Reinterpret the bits of an int32 as a float32 (int64 as float64); no conversion happens."""
-    if bits == types.int32:
-        result = types.float32
-    elif bits == types.int64:
-        result = types.float64
-    else:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(signature.return_type))
-
-    return result(bits), codegen
+# the bits of a float32 as an int32 (float64 as int64), and back
+bits_of_float = _bitcast({types.float32: types.int32, types.float64: types.int64})
+float_from_bits = _bitcast({types.int32: types.float32, types.int64: types.float64})
 
 
 def fast_exp(x):
