@@ -1,5 +1,6 @@
 """Every differentiable op, one `Function` per op: `forward` on numpy arrays, and right below it
-`backward`, with the one-line calculus that justifies it.
+`backward`, headed by `rule`, the one-line calculus that justifies it. `rule` is a string rather
+than a comment so that `minigrad.explain_backward` can print it beside the numbers as it walks.
 
 `g` is the gradient of the loss with respect to the op's output; `backward` returns the gradient
 with respect to each input. A gradient may come back shaped like the broadcast output: the
@@ -51,9 +52,11 @@ class Add(Function):
     def forward(ctx, a, b):
         return _binary("add", np.add, a, b)
 
+    rule = "d(a+b)/da = d(a+b)/db = 1"
+
     @staticmethod
     def backward(ctx, g):
-        return g, g  # d(a+b)/da = d(a+b)/db = 1
+        return g, g
 
 
 class Sub(Function):
@@ -61,9 +64,11 @@ class Sub(Function):
     def forward(ctx, a, b):
         return _binary("sub", np.subtract, a, b)
 
+    rule = "d(a-b)/da = 1, d(a-b)/db = -1"
+
     @staticmethod
     def backward(ctx, g):
-        return g, -g  # d(a-b)/da = 1, d(a-b)/db = -1
+        return g, -g
 
 
 class Mul(Function):
@@ -72,11 +77,13 @@ class Mul(Function):
         ctx.save_for_backward(a, b)
         return _binary("mul", np.multiply, a, b)
 
+    rule = "d(ab)/da = b, d(ab)/db = a"
+
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        da = g * b if ctx.needs_input_grad[0] else None  # d(ab)/da = b
-        db = g * a if ctx.needs_input_grad[1] else None  # d(ab)/db = a
+        da = g * b if ctx.needs_input_grad[0] else None
+        db = g * a if ctx.needs_input_grad[1] else None
         return da, db
 
 
@@ -88,11 +95,13 @@ class Div(Function):
         ctx.save_for_backward(a, b)
         return _binary("div", np.divide, a, b)
 
+    rule = "d(a/b)/da = 1/b, d(a/b)/db = -a/b^2"
+
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        da = g / b if ctx.needs_input_grad[0] else None  # d(a/b)/da = 1/b
-        db = -g * a / (b * b) if ctx.needs_input_grad[1] else None  # d(a/b)/db = -a/b^2
+        da = g / b if ctx.needs_input_grad[0] else None
+        db = -g * a / (b * b) if ctx.needs_input_grad[1] else None
         return da, db
 
 
@@ -105,14 +114,16 @@ class Pow(Function):
         ctx.save_for_backward(a, b, y)
         return y
 
+    rule = "d(a^b)/da = b a^(b-1) (0 where b = 0: a^0 = 1 is constant), d(a^b)/db = a^b ln(a) (0 where a <= 0)"
+
     @staticmethod
     def backward(ctx, g):
         a, b, y = ctx.saved_tensors
         da = None
-        if ctx.needs_input_grad[0]:  # d(a^b)/da = b a^(b-1), and 0 where b = 0 (a^0 = 1 is constant)
+        if ctx.needs_input_grad[0]:
             da = g * np.where(b == 0, 0, b * np.power(a, np.where(b == 0, 1, b) - 1))
         db = None
-        if ctx.needs_input_grad[1]:  # d(a^b)/db = a^b ln(a); taken as 0 where a <= 0 (a^b is 0 or undefined)
+        if ctx.needs_input_grad[1]:
             safe = np.where(a > 0, a, 1)
             db = g * np.where(a > 0, y * np.log(safe), 0)
         return da, db
@@ -124,10 +135,11 @@ class Maximum(Function):
         ctx.save_for_backward(a, b)
         return _binary("maximum", np.maximum, a, b)
 
+    rule = "the larger input gets the gradient; a tie splits it evenly"
+
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        # the larger input gets the gradient; a tie splits it evenly
         share_a = (a > b) + 0.5 * (a == b)
         return g * share_a, g * (1 - share_a)
 
@@ -138,10 +150,12 @@ class Minimum(Function):
         ctx.save_for_backward(a, b)
         return _binary("minimum", np.minimum, a, b)
 
+    rule = "the smaller input gets the gradient; a tie splits it evenly"
+
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        share_a = (a < b) + 0.5 * (a == b)  # the smaller input gets the gradient; ties split
+        share_a = (a < b) + 0.5 * (a == b)
         return g * share_a, g * (1 - share_a)
 
 
@@ -159,10 +173,12 @@ class FloorDivide(Function):
         _no_integer_zero_divisor("floor_divide", a, b)
         return _binary("floor_divide", np.floor_divide, a, b)
 
+    rule = "floor(a/b) is a step function: its derivative is 0 wherever it exists"
+
     @staticmethod
     def backward(ctx, g):
         zero = np.zeros_like(g)
-        return zero, zero  # floor(a/b) is a step function: its derivative is 0 wherever it exists
+        return zero, zero
 
 
 class Remainder(Function):
@@ -174,10 +190,11 @@ class Remainder(Function):
         ctx.save_for_backward(a, b)
         return _binary("remainder", np.remainder, a, b)
 
+    rule = "d(a - b floor(a/b))/da = 1, d/db = -floor(a/b) (floor is constant between its steps)"
+
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        # d(a - b floor(a/b))/da = 1, d/db = -floor(a/b) (floor is constant between its steps)
         db = -g * np.floor_divide(a, b) if ctx.needs_input_grad[1] else None
         return g, db
 
@@ -188,9 +205,11 @@ class Neg(Function):
     def forward(ctx, a):
         return -a
 
+    rule = "d(-a)/da = -1"
+
     @staticmethod
     def backward(ctx, g):
-        return -g  # d(-a)/da = -1
+        return -g
 
 
 class PowScalar(Function):
@@ -202,13 +221,15 @@ class PowScalar(Function):
         ctx.exponent = exponent
         return _in_dtype_of(a, np.power(a, exponent))
 
+    rule = "d(a^c)/da = c a^(c-1) (0 for c = 0: a^0 = 1 whatever a is)"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         c = ctx.exponent
         if c == 0:
             return np.zeros_like(g)  # a^0 = 1 whatever a is (0^-1 would make 0 * inf = NaN)
-        return g * c * np.power(a, c - 1)  # d(a^c)/da = c a^(c-1)
+        return g * c * np.power(a, c - 1)
 
 
 class Exp(Function):
@@ -220,10 +241,12 @@ class Exp(Function):
         ctx.save_for_backward(y)
         return y
 
+    rule = "d(e^a)/da = e^a"
+
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g * y  # d(e^a)/da = e^a
+        return g * y
 
 
 class Log(Function):
@@ -234,10 +257,12 @@ class Log(Function):
         ctx.save_for_backward(a)
         return np.log(a)
 
+    rule = "d(ln a)/da = 1/a"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g / a  # d(ln a)/da = 1/a
+        return g / a
 
 
 class Sqrt(Function):
@@ -249,10 +274,12 @@ class Sqrt(Function):
         ctx.save_for_backward(y)
         return y
 
+    rule = "d(sqrt a)/da = 1 / (2 sqrt a)"
+
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g / (2 * y)  # d(sqrt a)/da = 1 / (2 sqrt a)
+        return g / (2 * y)
 
 
 class Abs(Function):
@@ -261,10 +288,12 @@ class Abs(Function):
         ctx.save_for_backward(a)
         return np.abs(a)
 
+    rule = "d|a|/da = sign(a), taken as 0 at 0"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g * np.sign(a)  # d|a|/da = sign(a), taken as 0 at 0
+        return g * np.sign(a)
 
 
 class Sin(Function):
@@ -275,10 +304,12 @@ class Sin(Function):
         ctx.save_for_backward(a)
         return np.sin(a)
 
+    rule = "d(sin a)/da = cos a"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g * np.cos(a)  # d(sin a)/da = cos a
+        return g * np.cos(a)
 
 
 class Cos(Function):
@@ -289,10 +320,12 @@ class Cos(Function):
         ctx.save_for_backward(a)
         return np.cos(a)
 
+    rule = "d(cos a)/da = -sin a"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return -g * np.sin(a)  # d(cos a)/da = -sin a
+        return -g * np.sin(a)
 
 
 class Tanh(Function):
@@ -304,10 +337,12 @@ class Tanh(Function):
         ctx.save_for_backward(y)
         return y
 
+    rule = "d(tanh a)/da = 1 - tanh^2 a"
+
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g * (1 - y * y)  # d(tanh a)/da = 1 - tanh^2 a
+        return g * (1 - y * y)
 
 
 class Sigmoid(Function):
@@ -319,10 +354,12 @@ class Sigmoid(Function):
         ctx.save_for_backward(y)
         return y
 
+    rule = "d(sigmoid a)/da = s (1 - s)"
+
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g * y * (1 - y)  # d(sigmoid a)/da = s (1 - s)
+        return g * y * (1 - y)
 
 
 class ReLU(Function):
@@ -331,10 +368,12 @@ class ReLU(Function):
         ctx.save_for_backward(a)
         return _in_dtype_of(a, np.maximum(a, 0))
 
+    rule = "d max(a, 0)/da = 1 where a > 0, else 0"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g * (a > 0)  # d max(a, 0)/da = 1 where a > 0, else 0
+        return g * (a > 0)
 
 
 class GELU(Function):
@@ -348,10 +387,12 @@ class GELU(Function):
         ctx.approximate = approximate
         return kernels.gelu_forward(a, approximate)
 
+    rule = "d(x Phi(x))/dx = Phi(x) + x phi(x)"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return kernels.gelu_backward(a, g, ctx.approximate)  # d(x Phi(x))/dx = Phi(x) + x phi(x)
+        return kernels.gelu_backward(a, g, ctx.approximate)
 
 
 class Clip(Function):
@@ -361,10 +402,12 @@ class Clip(Function):
         ctx.low, ctx.high = low, high
         return _in_dtype_of(a, np.clip(a, low, high))
 
+    rule = "d clip(a)/da = 1 where a was not clipped, else 0"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        inside = np.ones(a.shape, dtype=bool)  # the gradient passes where the value was not clipped
+        inside = np.ones(a.shape, dtype=bool)
         if ctx.low is not None:
             inside &= a >= ctx.low
         if ctx.high is not None:
@@ -380,10 +423,12 @@ class Log2(Function):
         ctx.save_for_backward(a)
         return np.log2(a)
 
+    rule = "d(log2 a)/da = 1 / (a ln 2)"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g / (a * np.log(a.dtype.type(2)))  # d(log2 a)/da = 1 / (a ln 2)
+        return g / (a * np.log(a.dtype.type(2)))
 
 
 class Rsqrt(Function):
@@ -395,10 +440,12 @@ class Rsqrt(Function):
         ctx.save_for_backward(y)
         return _in_dtype_of(a, y)
 
+    rule = "d(a^(-1/2))/da = -1/2 a^(-3/2) = -y^3 / 2"
+
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return -0.5 * g * y * y * y  # d(a^(-1/2))/da = -1/2 a^(-3/2) = -y^3 / 2
+        return -0.5 * g * y * y * y
 
 
 _erf_elementwise = np.frompyfunc(math.erf, 1, 1)  # math.erf applied to each element (numpy has no erf)
@@ -414,10 +461,12 @@ class Erf(Function):
         ctx.save_for_backward(a)
         return np.asarray(_erf_elementwise(a.astype(np.float64)), dtype=a.dtype)
 
+    rule = "d erf(x)/dx = 2/sqrt(pi) e^(-x^2)"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g * (2 / math.sqrt(math.pi)) * np.exp(-a * a)  # d erf(x)/dx = 2/sqrt(pi) e^(-x^2)
+        return g * (2 / math.sqrt(math.pi)) * np.exp(-a * a)
 
 
 def _sigmoid(a):
@@ -436,10 +485,12 @@ class SiLU(Function):
         ctx.save_for_backward(a, s)
         return a * s
 
+    rule = "d(x s)/dx = s + x s (1 - s), s = sigmoid(x)"
+
     @staticmethod
     def backward(ctx, g):
         a, s = ctx.saved_tensors
-        return g * s * (1 + a * (1 - s))  # d(x s)/dx = s + x s (1 - s)
+        return g * s * (1 + a * (1 - s))
 
 
 class LeakyReLU(Function):
@@ -451,10 +502,12 @@ class LeakyReLU(Function):
         ctx.slope = negative_slope
         return _in_dtype_of(a, np.where(a > 0, a, a * negative_slope))
 
+    rule = "slope 1 where x > 0, negative_slope elsewhere (0 too)"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g * np.where(a > 0, 1.0, ctx.slope)  # slope 1 where x > 0, negative_slope elsewhere (0 too)
+        return g * np.where(a > 0, 1.0, ctx.slope)
 
 
 class Softplus(Function):
@@ -471,10 +524,11 @@ class Softplus(Function):
         soft = np.log1p(np.exp(np.where(linear, 0, a * beta))) / beta  # (e^0 where linear: no overflow)
         return _in_dtype_of(a, np.where(linear, a, soft))
 
+    rule = "d/dx log(1 + e^(bx)) / b = e^(bx) / (1 + e^(bx)) = sigmoid(bx); 1 on the linear part"
+
     @staticmethod
     def backward(ctx, g):
         a, linear = ctx.saved_tensors
-        # d/dx log(1 + e^(bx)) / b = e^(bx) / (1 + e^(bx)) = sigmoid(bx); 1 on the linear part
         return g * np.where(linear, 1, _sigmoid(a * ctx.beta))
 
 
@@ -489,10 +543,12 @@ class ELU(Function):
         ctx.alpha = alpha
         return _in_dtype_of(a, np.where(a > 0, a, alpha * np.expm1(np.minimum(a, 0))))
 
+    rule = "d elu(x)/dx = 1 for x > 0, alpha e^x for x <= 0"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return g * np.where(a > 0, 1, ctx.alpha * np.exp(np.minimum(a, 0)))  # 1, or alpha e^x for x <= 0
+        return g * np.where(a > 0, 1, ctx.alpha * np.exp(np.minimum(a, 0)))
 
 
 class Sign(Function):
@@ -500,9 +556,11 @@ class Sign(Function):
     def forward(ctx, a):
         return np.sign(a)
 
+    rule = "sign is constant on each side of 0: derivative 0 (taken as 0 at 0 too)"
+
     @staticmethod
     def backward(ctx, g):
-        return np.zeros_like(g)  # sign is constant on each side of 0: derivative 0 (taken as 0 at 0 too)
+        return np.zeros_like(g)
 
 
 class Floor(Function):
@@ -510,9 +568,11 @@ class Floor(Function):
     def forward(ctx, a):
         return np.floor(a) if a.dtype.kind == "f" else a.copy()  # an integer is its own floor
 
+    rule = "a step function: derivative 0 between the steps (taken as 0 at them)"
+
     @staticmethod
     def backward(ctx, g):
-        return np.zeros_like(g)  # a step function: derivative 0 between the steps (taken as 0 at them)
+        return np.zeros_like(g)
 
 
 class Round(Function):
@@ -522,9 +582,11 @@ class Round(Function):
     def forward(ctx, a, decimals=0):
         return np.round(a, decimals) if a.dtype.kind == "f" else a.copy()
 
+    rule = "a step function: derivative 0 between the steps (taken as 0 at them)"
+
     @staticmethod
     def backward(ctx, g):
-        return np.zeros_like(g)  # a step function: derivative 0 between the steps (taken as 0 at them)
+        return np.zeros_like(g)
 
 
 class Cast(Function):
@@ -533,9 +595,11 @@ class Cast(Function):
         ctx.source_dtype = a.dtype
         return a.astype(dtype)
 
+    rule = "a cast is the identity on values: da = g, in a's dtype"
+
     @staticmethod
     def backward(ctx, g):
-        return g.astype(ctx.source_dtype)  # a cast is the identity on values
+        return g.astype(ctx.source_dtype)
 
 
 # ============================================================================ reductions
@@ -573,9 +637,10 @@ class Sum(Function):
         ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "sum")
         return np.sum(a, axis=ctx.axes, keepdims=keepdims)
 
+    rule = "every summed element contributes with weight 1: g copied back over the reduced axes"
+
     @staticmethod
     def backward(ctx, g):
-        # every summed element contributes with weight 1: copy g back over the reduced axes
         return np.broadcast_to(_expand_reduced(g, ctx.shape, ctx.axes), ctx.shape)
 
 
@@ -588,9 +653,11 @@ class Mean(Function):
         ctx.count = int(np.prod([a.shape[i] for i in ctx.axes]))
         return np.mean(a, axis=ctx.axes, keepdims=keepdims)
 
+    rule = "d mean/da_i = 1/n"
+
     @staticmethod
     def backward(ctx, g):
-        # d mean/da_i = 1/n  (n = 0: the input has no elements, nor has its gradient: divide by 1)
+        # (n = 0: the input has no elements, nor has its gradient: divide by 1)
         g = _expand_reduced(g, ctx.shape, ctx.axes) / max(ctx.count, 1)
         return np.broadcast_to(g, ctx.shape)
 
@@ -616,10 +683,11 @@ class Var(Function):
         with np.errstate(divide="ignore", invalid="ignore"):  # d = 0 gives inf or NaN, as warned
             return _in_dtype_of(a, np.sum(centered * centered, axis=ctx.axes, keepdims=keepdims) / ctx.divisor)
 
+    rule = "d/da_i sum_j (a_j - mean)^2 / d = 2 (a_i - mean) / d  (the mean's own term sums to 0)"
+
     @staticmethod
     def backward(ctx, g):
         (centered,) = ctx.saved_tensors
-        # d/da_i sum_j (a_j - mean)^2 / d = 2 (a_i - mean) / d  (the mean's own term sums to 0)
         two_over_d = 2 / ctx.divisor if ctx.divisor else np.inf
         with np.errstate(invalid="ignore"):  # d = 0: inf, or NaN where a_i = mean
             return _expand_reduced(g, ctx.shape, ctx.axes) * two_over_d * centered
@@ -638,10 +706,11 @@ class Max(Function):
         ctx.save_for_backward(a, y)
         return y if keepdims else y.reshape([n for i, n in enumerate(a.shape) if i not in ctx.axes])
 
+    rule = "only the extreme element moves the result; equal extremes share the gradient evenly"
+
     @staticmethod
     def backward(ctx, g):
         a, y = ctx.saved_tensors
-        # only the extreme element moves the result; equal extremes share the gradient evenly
         winners = a == y
         return _expand_reduced(g, ctx.shape, ctx.axes) * winners / winners.sum(axis=ctx.axes, keepdims=True)
 
@@ -662,10 +731,11 @@ class LogSumExp(Function):
         ctx.save_for_backward(a, y)
         return y if keepdims else y.reshape([n for i, n in enumerate(a.shape) if i not in ctx.axes])
 
+    rule = "d/dx_i log(sum_j e^x_j) = e^x_i / sum_j e^x_j = e^(x_i - y): the softmax of x"
+
     @staticmethod
     def backward(ctx, g):
         a, y = ctx.saved_tensors
-        # d/dx_i log(sum_j e^x_j) = e^x_i / sum_j e^x_j = e^(x_i - y): the softmax of x
         return _expand_reduced(g, ctx.shape, ctx.axes) * np.exp(a - y)
 
 
@@ -676,13 +746,14 @@ class Prod(Function):
         ctx.save_for_backward(a)
         return np.prod(a, axis=ctx.axes, keepdims=keepdims)
 
+    rule = "d(x_1 ... x_n)/dx_i = the product of the others = (product of those before i) (product of those after i)"
+
     @staticmethod
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         if a.size == 0:
             return np.zeros(a.shape, dtype=g.dtype)  # no elements, no gradient
-        # d(x_1 ... x_n)/dx_i = the product of the others = (product of those before i) * (product of
-        # those after i). No division by x_i, so a zero among the x is no problem.
+        # no division by x_i, so a zero among the x is no problem
         kept = [i for i in range(a.ndim) if i not in ctx.axes]
         moved = np.transpose(a, kept + list(ctx.axes))  # the reduced axes last, flattened into one
         n = int(np.prod([a.shape[i] for i in ctx.axes]))
@@ -702,9 +773,10 @@ class CumSum(Function):
         ctx.axis = axis
         return np.cumsum(a, axis=axis)
 
+    rule = "x_i appears in y_i, y_i+1, ...: dx_i = g_i + g_i+1 + ..., a cumulative sum from the end"
+
     @staticmethod
     def backward(ctx, g):
-        # x_i appears in y_i, y_i+1, ...: dx_i = g_i + g_i+1 + ..., a cumulative sum from the end
         return np.flip(np.cumsum(np.flip(g, ctx.axis), axis=ctx.axis), ctx.axis)
 
 
@@ -721,9 +793,11 @@ class Reshape(Function):
                 + (f" ({int(np.prod(shape))} elements)" if -1 not in tuple(shape) else "")
             ) from None
 
+    rule = "reshaping moves no values: the gradient is reshaped back"
+
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.shape)  # reshaping moves no values: reshape the gradient back
+        return g.reshape(ctx.shape)
 
 
 class Expand(Function):
@@ -738,6 +812,8 @@ class Expand(Function):
         except ValueError:
             raise ValueError(f"expand: a tensor of shape {a.shape} cannot be broadcast to {shape}") from None
 
+    rule = "the gradient of a copy is a sum: g summed over the copies (by the walk's unbroadcast)"
+
     @staticmethod
     def backward(ctx, g):
         return g
@@ -751,9 +827,11 @@ class Permute(Function):
         ctx.axes = axes
         return np.transpose(a, axes)
 
+    rule = "da = g with the permutation undone"
+
     @staticmethod
     def backward(ctx, g):
-        return np.transpose(g, np.argsort([x % g.ndim for x in ctx.axes]))  # undo the permutation
+        return np.transpose(g, np.argsort([x % g.ndim for x in ctx.axes]))
 
 
 class Contiguous(Function):
@@ -763,9 +841,11 @@ class Contiguous(Function):
     def forward(ctx, a):
         return np.ascontiguousarray(a)
 
+    rule = "the values are unchanged, so is their gradient: da = g"
+
     @staticmethod
     def backward(ctx, g):
-        return g  # the values are unchanged, so is their gradient
+        return g
 
 
 class GetItem(Function):
@@ -777,10 +857,12 @@ class GetItem(Function):
         except IndexError as e:
             raise IndexError(f"getitem: {e} (tensor shape {a.shape})") from None
 
+    rule = "da = g at the picked places, 0 elsewhere (an index picked twice gets both)"
+
     @staticmethod
     def backward(ctx, g):
         fancy = any(isinstance(x, np.ndarray) and x.dtype.kind in "iu" for x in ctx.index)
-        if not fancy:  # every element is picked at most once: g at the index, zero elsewhere
+        if not fancy:
             return SliceGrad(ctx.index, g)  # (the walk adds it into place)
         grad = np.zeros(ctx.shape, dtype=g.dtype)
         np.add.at(grad, ctx.index, g)  # an index may repeat: np.add.at adds every copy's gradient
@@ -796,9 +878,11 @@ class Split(Function):
         ctx.bounds = np.cumsum(sizes)[:-1]
         return tuple(np.split(a, ctx.bounds, axis=axis))
 
+    rule = "each piece's gradient goes back where the piece came from"
+
     @staticmethod
     def backward(ctx, *grads):
-        grad = np.empty_like(ctx.input)  # each piece's gradient goes back where the piece came from
+        grad = np.empty_like(ctx.input)
         for piece, g in zip(np.split(grad, ctx.bounds, axis=ctx.axis), grads):
             piece[...] = g
         return grad
@@ -812,6 +896,8 @@ class Unbind(Function):
         ctx.input = a
         ctx.indices = [(slice(None),) * axis + (i,) for i in range(a.shape[axis])]
         return tuple(a[index] for index in ctx.indices)
+
+    rule = "each slice's gradient goes back where the slice came from"
 
     @staticmethod
     def backward(ctx, *grads):
@@ -840,9 +926,11 @@ class Cat(Function):
                 f"cat: shapes {[a.shape for a in arrays]} must match except along axis {axis}"
             ) from None
 
+    rule = "each input gets its own slice of g back"
+
     @staticmethod
     def backward(ctx, g):
-        return tuple(np.split(g, ctx.splits, axis=ctx.axis))  # each input gets its own slice back
+        return tuple(np.split(g, ctx.splits, axis=ctx.axis))
 
 
 class Stack(Function):
@@ -854,9 +942,11 @@ class Stack(Function):
             raise ValueError(f"stack: all shapes must be equal, got {[a.shape for a in arrays]}")
         return np.stack(arrays, axis=axis)
 
+    rule = "input i gets slice i of g along the new axis"
+
     @staticmethod
     def backward(ctx, g):
-        return tuple(np.moveaxis(g, ctx.axis, 0))  # input i gets slice i along the new axis
+        return tuple(np.moveaxis(g, ctx.axis, 0))
 
 
 class Where(Function):
@@ -870,10 +960,12 @@ class Where(Function):
                 f"where: condition {condition.shape}, a {a.shape} and b {b.shape} do not broadcast together"
             ) from None
 
+    rule = "da = g where the condition holds, db = g elsewhere"
+
     @staticmethod
     def backward(ctx, g):
         zero = np.zeros((), dtype=g.dtype)
-        return np.where(ctx.condition, g, zero), np.where(ctx.condition, zero, g)  # each picked value's gradient
+        return np.where(ctx.condition, g, zero), np.where(ctx.condition, zero, g)
 
 
 def _check_mask(op, mask, shape):
@@ -895,9 +987,11 @@ class MaskedFill(Function):
         ctx.mask = mask
         return np.where(mask, np.asarray(value, dtype=a.dtype), a)
 
+    rule = "filled places no longer depend on a: da = g, 0 where filled"
+
     @staticmethod
     def backward(ctx, g):
-        return np.where(ctx.mask, np.zeros((), dtype=g.dtype), g)  # filled places no longer depend on a
+        return np.where(ctx.mask, np.zeros((), dtype=g.dtype), g)
 
 
 class Triangle(Function):
@@ -910,9 +1004,11 @@ class Triangle(Function):
         ctx.k, ctx.lower = k, lower
         return (np.tril if lower else np.triu)(a, k)
 
+    rule = "zeroed entries pass no gradient: da = tril (or triu) of g"
+
     @staticmethod
     def backward(ctx, g):
-        return (np.tril if ctx.lower else np.triu)(g, ctx.k)  # zeroed entries pass no gradient
+        return (np.tril if ctx.lower else np.triu)(g, ctx.k)
 
 
 def _index_grid(op, a_shape, index, dim, what="input"):
@@ -945,10 +1041,12 @@ class Gather(Function):
         ctx.grid, ctx.shape = _index_grid("gather", a.shape, index, dim), a.shape
         return a[ctx.grid]
 
+    rule = "each picked element gets its gradient; one picked twice gets both"
+
     @staticmethod
     def backward(ctx, g):
         grad = np.zeros(ctx.shape, dtype=g.dtype)
-        np.add.at(grad, ctx.grid, g)  # each picked element gets its gradient; one picked twice gets both
+        np.add.at(grad, ctx.grid, g)
         return grad
 
 
@@ -970,9 +1068,10 @@ class ScatterAdd(Function):
         np.add.at(out, ctx.grid, src[ctx.used])
         return out
 
+    rule = "out = a + (src scattered): d out/da = 1; each used src element reads g where it was added"
+
     @staticmethod
     def backward(ctx, g):
-        # out = a + (src scattered): d out/da = 1; each used src element reads g where it was added
         dsrc = None
         if ctx.needs_input_grad[1]:
             dsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
@@ -988,9 +1087,11 @@ class Flip(Function):
         ctx.dims = dims
         return np.flip(a, dims).copy()
 
+    rule = "flipping moves values: the gradient is flipped back"
+
     @staticmethod
     def backward(ctx, g):
-        return np.flip(g, ctx.dims)  # flipping moves values: flip the gradient back
+        return np.flip(g, ctx.dims)
 
 
 class Repeat(Function):
@@ -1001,6 +1102,8 @@ class Repeat(Function):
     def forward(ctx, a, sizes):
         ctx.shape = a.shape
         return np.tile(a, sizes)
+
+    rule = "the gradient of a copy is a sum: dx = g summed over the copies"
 
     @staticmethod
     def backward(ctx, g):
@@ -1041,6 +1144,8 @@ class MatMul(Function):
             raise ValueError(f"matmul: batch dimensions of {a.shape} and {b.shape} do not broadcast") from None
         return _mm(np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]))
 
+    rule = "dA = G B^T, dB = A^T G"
+
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
@@ -1048,15 +1153,15 @@ class MatMul(Function):
         if b.ndim == 2:
             g2 = _as_rows(g)
             if ctx.needs_input_grad[0]:
-                da = _mm(g2, b.T).reshape(a.shape)  # dA = G B^T
+                da = _mm(g2, b.T).reshape(a.shape)
             if ctx.needs_input_grad[1]:
-                db = _mm(_as_rows(a).T, g2)  # dB = A^T G, summed over the folded batch
+                db = _mm(_as_rows(a).T, g2)
             return da, db
         batch = g.shape[:-2]
         if ctx.needs_input_grad[0]:
-            da = _mm(g, np.broadcast_to(b, batch + b.shape[-2:]).swapaxes(-1, -2))  # dA = G B^T
+            da = _mm(g, np.broadcast_to(b, batch + b.shape[-2:]).swapaxes(-1, -2))
         if ctx.needs_input_grad[1]:
-            db = _mm(np.broadcast_to(a, batch + a.shape[-2:]).swapaxes(-1, -2), g)  # dB = A^T G
+            db = _mm(np.broadcast_to(a, batch + a.shape[-2:]).swapaxes(-1, -2), g)
         return da, db
 
 
@@ -1077,14 +1182,16 @@ class Linear(Function):
         ctx.save_for_backward(x, weight)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
+    rule = "dx = g W, dW = g^T x, db = sum of g over the rows"
+
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         g2 = _as_rows(g)
-        dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None  # dx = g W
-        dw = _mm(g2.T, _as_rows(x)) if ctx.needs_input_grad[1] else None  # dW = g^T x
+        dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None
+        dw = _mm(g2.T, _as_rows(x)) if ctx.needs_input_grad[1] else None
         needs_db = len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]
-        db = kernels.sum_rows(g2) if needs_db else None  # db = sum of g over the rows
+        db = kernels.sum_rows(g2) if needs_db else None
         return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
 
 
@@ -1119,9 +1226,11 @@ class Softmax(Function):
     def forward(ctx, a, axis=-1):
         return _rowwise_forward(ctx, a, axis, kernels.softmax_forward)  # y = e^x / sum(e^x)
 
+    rule = "dx = y * (g - sum(g * y))"
+
     @staticmethod
     def backward(ctx, g):
-        return _rowwise_backward(ctx, g, kernels.softmax_backward)  # dx = y * (g - sum(g * y))
+        return _rowwise_backward(ctx, g, kernels.softmax_backward)
 
 
 class LogSoftmax(Function):
@@ -1131,9 +1240,11 @@ class LogSoftmax(Function):
     def forward(ctx, a, axis=-1):
         return _rowwise_forward(ctx, a, axis, kernels.log_softmax_forward)  # y = x - log(sum(e^x))
 
+    rule = "dx = g - e^y sum(g)"
+
     @staticmethod
     def backward(ctx, g):
-        return _rowwise_backward(ctx, g, kernels.log_softmax_backward)  # dx = g - e^y sum(g)
+        return _rowwise_backward(ctx, g, kernels.log_softmax_backward)
 
 
 class MaskedSoftmax(Function):
@@ -1161,12 +1272,13 @@ class MaskedSoftmax(Function):
         ctx.save_for_backward(y)
         return y.reshape(a.shape)
 
+    rule = "dx = scale * y * (g - sum(g * y)); masked entries have y = 0 and get 0"
+
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         if y.size == 0:
             return np.zeros(ctx.shape, g.dtype)
-        # dx = scale * y * (g - sum(g * y)); masked entries have y = 0 and get 0
         return kernels.masked_softmax_backward(y, g.reshape(y.shape), ctx.scale).reshape(ctx.shape)
 
 
@@ -1218,10 +1330,11 @@ class ScaledDotProductAttention(Function):
         ctx.batch, ctx.mask = batch, mask
         return out.reshape(batch + out.shape[-2:])
 
+    rule = "dV = W^T g;  dS = scale W (g V^T - rowsum(W * g V^T));  dQ = dS K;  dK = dS^T Q"
+
     @staticmethod
     def backward(ctx, g):
         q4, k4, v4, weights = ctx.saved_tensors
-        # dV = W^T g;  dS = scale W (g V^T - rowsum(W * g V^T));  dQ = dS K;  dK = dS^T Q
         g4 = g.reshape(q4.shape[:3] + v4.shape[3:])
         grads = kernels.attention_backward(g4, q4, k4, v4, weights, ctx.mask, ctx.scale)
         return tuple(d.reshape(ctx.batch + d.shape[-2:]) for d in grads)
@@ -1245,11 +1358,13 @@ class LayerNorm(Function):
         ctx.save_for_backward(x, weight, mean, rstd)
         return y.reshape(x.shape)
 
+    rule = ("xhat = (x - mean) rstd, gh = g w:  dx = rstd (gh - mean(gh) - xhat mean(gh xhat)),  "
+            "dw = sum(g xhat),  db = sum(g)")
+
     @staticmethod
     def backward(ctx, g):
         x, weight, mean, rstd = ctx.saved_tensors
         d = x.shape[-1]
-        # xhat = (x - mean) rstd, gh = g w:  dx = rstd (gh - mean(gh) - xhat mean(gh xhat))
         dx, dw, db = kernels.layer_norm_backward(g.reshape(-1, d), x.reshape(-1, d), weight, mean, rstd)
         return dx.reshape(x.shape), dw, db
 
@@ -1285,6 +1400,8 @@ class CrossEntropy(Function):
         ctx.count = max(int(np.count_nonzero(ids != ignore_index)), 1)  # all ignored: loss 0, gradient 0
         return total / logits.dtype.type(ctx.count)
 
+    rule = "d loss_r / d logits_r = softmax(logits_r) - target distribution (one-hot, smoothed)"
+
     @staticmethod
     def backward(ctx, g):
         rows, ids, lse = ctx.saved_tensors
@@ -1294,7 +1411,6 @@ class CrossEntropy(Function):
         else:
             scale = g / ctx.count if reduction == "mean" else g
             per_row = np.full(len(ids), scale, dtype=rows.dtype)
-        # d loss_r / d logits_r = softmax(logits_r) - target distribution (one-hot, smoothed)
         d = kernels.cross_entropy_backward(rows, ids, lse, per_row, ignore_index, smoothing)
         return d.reshape(shape)
 
@@ -1322,12 +1438,14 @@ class BinaryCrossEntropy(Function):
         ctx.save_for_backward(p, y, log_p, log_q)
         return _in_dtype_of(p, -(y * log_p + (1 - y) * log_q))
 
+    rule = "d/dp = -y/p + (1 - y)/(1 - p) = (p - y) / (p (1 - p)), d/dy = -(log p - log(1 - p))"
+
     @staticmethod
     def backward(ctx, g):
         p, y, log_p, log_q = ctx.saved_tensors
-        # d/dp = -y/p + (1 - y)/(1 - p) = (p - y) / (p (1 - p)), the denominator kept >= 1e-12 (PyTorch's)
+        # the denominator p (1 - p) kept >= 1e-12 (PyTorch's)
         dp = g * (p - y) / np.maximum(p * (1 - p), 1e-12) if ctx.needs_input_grad[0] else None
-        dy = g * (log_q - log_p) if ctx.needs_input_grad[1] else None  # d/dy = -(log p - log(1 - p))
+        dy = g * (log_q - log_p) if ctx.needs_input_grad[1] else None
         return dp, dy
 
 
@@ -1343,10 +1461,11 @@ class BinaryCrossEntropyWithLogits(Function):
         ctx.save_for_backward(x, y)
         return _in_dtype_of(x, np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x))))
 
+    rule = "the loss is log(1 + e^x) - x y:  d/dx = sigmoid(x) - y,  d/dy = -x"
+
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        # the loss is log(1 + e^x) - x y:  d/dx = sigmoid(x) - y,  d/dy = -x
         dx = g * (_sigmoid(x) - y) if ctx.needs_input_grad[0] else None
         dy = -g * x if ctx.needs_input_grad[1] else None
         return dx, dy
@@ -1369,9 +1488,11 @@ class Dropout(Function):
         ctx.multiplier = mask * np.asarray(scale, dtype=a.dtype)
         return a * ctx.multiplier
 
+    rule = "y = x * m / (1 - p)  =>  dx = g * m / (1 - p)"
+
     @staticmethod
     def backward(ctx, g):
-        return g * ctx.multiplier  # y = x * m / (1 - p)  =>  dx = g * m / (1 - p)
+        return g * ctx.multiplier
 
 
 class Embedding(Function):
@@ -1391,7 +1512,8 @@ class Embedding(Function):
         ctx.ids, ctx.shape = ids.copy(), weight.shape  # a copy: later changes to the ids cannot reach backward
         return np.take(weight, ids, axis=0)
 
+    rule = "each row's gradient is the sum of the gradients of every position that used it"
+
     @staticmethod
     def backward(ctx, g):
-        # each row's gradient is the sum of the gradients of every position that used it
         return kernels.embedding_backward(ctx.ids.reshape(-1), g.reshape(-1, ctx.shape[1]), ctx.shape[0])
