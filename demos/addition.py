@@ -97,7 +97,8 @@ def greedy_answers(model, questions):
     idx = minigrad.tensor(questions)
     with minigrad.no_grad():
         for _ in range(ANSWER):
-            next_digit = model(idx)[:, -1, :].argmax(axis=-1, keepdims=True)  # logits of the last position
+            logits, _ = model(idx)
+            next_digit = logits[:, -1, :].argmax(axis=-1, keepdims=True)  # the last position's
             idx = minigrad.cat([idx, next_digit], axis=1)
     model.train()
     return idx.numpy()[:, QUESTION:]

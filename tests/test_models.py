@@ -128,8 +128,8 @@ def test_gpt_forward_and_loss():
     minigrad.manual_seed(5)
     model = GPT(**TINY_GPT)
     idx, targets = ids(3, 5, high=7), ids(3, 5, high=7, seed=1)
-    logits = model(idx)
-    assert logits.shape == (3, 5, 7)
+    logits, no_loss = model(idx)  # nanoGPT's convention: (logits, None) without targets
+    assert logits.shape == (3, 5, 7) and no_loss is None
     logits2, loss = model(idx, targets)
     np.testing.assert_allclose(logits.numpy(), logits2.numpy(), rtol=1e-6)
     assert loss.shape == () and loss.item() == pytest.approx(np.log(7), rel=0.05)  # small init: near uniform
@@ -164,7 +164,7 @@ def test_gpt_is_causal():
     idx = ids(2, 5, high=7)
     changed = minigrad.tensor(idx.numpy().copy())
     changed.numpy()[:, 2] = (idx.numpy()[:, 2] + 1) % 7
-    before, after = model(idx).numpy(), model(changed).numpy()
+    before, after = model(idx)[0].numpy(), model(changed)[0].numpy()
     np.testing.assert_allclose(after[:, :2], before[:, :2], rtol=1e-12, atol=1e-12)
     assert not np.allclose(after[:, 2:], before[:, 2:])
 
@@ -185,7 +185,7 @@ def test_gpt_generate():
     # top_k=1 is greedy decoding
     greedy = model.generate(idx, max_new_tokens=2, top_k=1)
     model.eval()
-    first = model(idx).numpy()[:, -1].argmax(-1)
+    first = model(idx)[0].numpy()[:, -1].argmax(-1)
     np.testing.assert_array_equal(greedy.numpy()[:, 3], first)
 
 

@@ -238,7 +238,7 @@ def test_gpt_llama_init_and_causality():
     idx = ids(2, 6, high=64)
     changed = minigrad.tensor(idx.numpy().copy())
     changed.numpy()[:, 3] = (idx.numpy()[:, 3] + 1) % 64
-    before, after = model(idx).numpy(), model(changed).numpy()
+    before, after = model(idx)[0].numpy(), model(changed)[0].numpy()
     np.testing.assert_allclose(after[:, :3], before[:, :3], rtol=1e-12, atol=1e-12)
     assert not np.allclose(after[:, 3:], before[:, 3:])
 
@@ -259,10 +259,10 @@ def test_cached_logits_equal_full_forward(switch, dtype, tol):
     minigrad.manual_seed(12)
     model = randomize(GPT(**{**TINY, **switch}), seed=3).to(dtype).eval()
     idx = ids(2, 8, seed=4)
-    full = model(idx).numpy()
+    full = model(idx)[0].numpy()
     cache = KVCache(TINY["n_layer"])
-    pieces = [model(idx[:, :3], cache=cache)]  # a prompt of 3, then one token at a time
-    pieces += [model(idx[:, t:t + 1], cache=cache) for t in range(3, 8)]
+    pieces = [model(idx[:, :3], cache=cache)[0]]  # a prompt of 3, then one token at a time
+    pieces += [model(idx[:, t:t + 1], cache=cache)[0] for t in range(3, 8)]
     assert cache.length == 8 and cache.layers[0].k.shape == (2, model.h[0].attn.n_kv_head, 8, 2)
     cached = np.concatenate([p.numpy() for p in pieces], axis=1)
     np.testing.assert_allclose(cached, full, rtol=tol, atol=tol)

@@ -241,9 +241,10 @@ class GPT(nn.Module):
     n_layer=..., n_head=..., d_model=..., dropout=0.0, bias=True, norm=..., position=..., mlp=...,
     n_kv_head=...); see `GPTConfig`.
 
-    forward(idx (B, T), targets=None, cache=None) -> logits (B, T, V), or (logits, loss) when
-    targets (B, T) are given (loss = mean cross-entropy of predicting targets[b, t] from
-    idx[b, :t+1]). With a `KVCache` of P positions, idx holds positions P .. P + T - 1.
+    forward(idx (B, T), targets=None, cache=None) -> (logits (B, T, V), loss), as in nanoGPT: loss
+    is the mean cross-entropy of predicting targets[b, t] from idx[b, :t+1] when targets (B, T) are
+    given, else None (`logits, _ = model(idx)`). With a `KVCache` of P positions, idx holds
+    positions P .. P + T - 1.
 
     Token embedding wte (V, d_model) + learned positions wpe (block_size, d_model) (none with
     position="rope"), n_layer `Block`s, a final norm ln_f, and the language-model head tied to
@@ -300,9 +301,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets=None, cache=None):
         logits = F.linear(self.hidden_states(idx, cache), self.wte.weight)  # (B, T, V), head tied to wte
-        if targets is None:
-            return logits
-        return logits, F.cross_entropy(logits, targets)
+        return logits, None if targets is None else F.cross_entropy(logits, targets)
 
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, return_logits=False):
         """Continue idx (B, T) by max_new_tokens sampled tokens -> (B, T + max_new_tokens).
