@@ -31,7 +31,7 @@ from minigrad import optim
 from transformer import GPT
 
 from .char_gpt import param_groups
-from .common import Timer, parser, progress, seed_everything
+from .common import Timer, parser, progress, seed_everything, start
 
 N_DIGITS = 2  # each operand has 2 digits; the sum has N_DIGITS + 1
 QUESTION = 2 * N_DIGITS  # 4 tokens: a then b
@@ -40,7 +40,7 @@ IGNORE = -100  # cross_entropy's ignore_index
 
 
 def build_parser():
-    p = parser(__doc__.splitlines()[0])
+    p = parser(__doc__.splitlines()[0], "demos.addition", training=True)
     p.add_argument("--n-layer", type=int, default=2, help="Transformer blocks")
     p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
     p.add_argument("--d-model", type=int, default=64, help="model width")
@@ -161,7 +161,9 @@ def train(args):
 
 
 def main(argv=None):
-    return train(build_parser().parse_args(argv))
+    args = build_parser().parse_args(argv)
+    start(args, "python -m demos.addition")
+    return train(args)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from minigrad import optim
 from minigrad.nn import functional as F
 from transformer import Transformer
 
-from .common import Timer, parser, progress, seed_everything
+from .common import Timer, parser, progress, seed_everything, start
 
 START = 1
 
@@ -29,24 +29,24 @@ SMALL_STEPS = 500
 
 
 def build_parser():
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--task", choices=("copy", "reverse"), default="copy")
-    p.add_argument("--vocab", type=int, default=11)
-    p.add_argument("--seq-len", type=int, default=10)
-    p.add_argument("--num-layers", type=int, default=2)
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--num-heads", type=int, default=4)
-    p.add_argument("--d-ff", type=int, default=128)
-    p.add_argument("--dropout", type=float, default=0.0)
-    p.add_argument("--steps", type=int, default=600)
-    p.add_argument("--batch-size", type=int, default=64)
+    p = parser(__doc__.splitlines()[0], "demos.copy_task", training=True)
+    p.add_argument("--task", choices=("copy", "reverse"), default="copy", help="what the target is")
+    p.add_argument("--vocab", type=int, default=11, help="vocabulary size (0: padding, 1: start, 2..: symbols)")
+    p.add_argument("--seq-len", type=int, default=10, help="tokens per sequence, the start token included")
+    p.add_argument("--num-layers", type=int, default=2, help="encoder layers, and as many decoder layers")
+    p.add_argument("--d-model", type=int, default=64, help="model width")
+    p.add_argument("--num-heads", type=int, default=4, help="attention heads")
+    p.add_argument("--d-ff", type=int, default=128, help="inner width of the feed-forward networks")
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout probability")
+    p.add_argument("--steps", type=int, default=600, help="training steps (batches)")
+    p.add_argument("--batch-size", type=int, default=64, help="sequences per batch")
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (ignored with --noam)")
     p.add_argument("--noam", action="store_true", help="the paper's schedule: d_model^-0.5 min(t^-0.5, t warmup^-1.5)")
-    p.add_argument("--noam-factor", type=float, default=1.0)
-    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--noam-factor", type=float, default=1.0, help="multiplies the --noam schedule")
+    p.add_argument("--warmup", type=int, default=100, help="warmup steps")
     p.add_argument("--label-smoothing", type=float, default=0.0, help="the paper uses 0.1")
     p.add_argument("--eval-size", type=int, default=200, help="held-out sequences for exact match")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 
@@ -141,6 +141,7 @@ def attention_example(result):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    start(args, "python -m demos.copy_task")
     result = train(args)
     for src, out in zip(result["src"][:3], result["decoded"][:3]):
         print(f"  source {src.tolist()}  ->  decoded {out.tolist()}")

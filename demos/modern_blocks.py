@@ -21,7 +21,7 @@ from transformer import GPT, GPTConfig, RMSNorm, RotaryEmbedding, SwiGLU, repeat
 from transformer.model import MLP
 
 from .char_gpt import CharData, param_groups
-from .common import Timer, parser, progress, read_text, seed_everything
+from .common import Timer, parser, progress, read_text, seed_everything, start
 
 GPT2 = dict(norm="layernorm", position="learned", mlp="gelu", n_kv_head=None)
 
@@ -31,16 +31,16 @@ def llama(args):
 
 
 def build_parser():
-    p = parser(__doc__.splitlines()[0])
+    p = parser(__doc__.splitlines()[0], "demos.modern_blocks", training=True)
     p.add_argument("--steps", type=int, default=800, help="training steps per model")
     p.add_argument("--data", help="a UTF-8 text file, e.g. ../shared/data/tinyshakespeare.txt "
                                   "(default: a corpus built from Python's own docstrings)")
-    p.add_argument("--n-layer", type=int, default=2)
-    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-layer", type=int, default=2, help="Transformer blocks")
+    p.add_argument("--n-head", type=int, default=4, help="attention (query) heads per block")
     p.add_argument("--n-kv-head", type=int, default=2, help="key/value heads of the LLaMA-style model")
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--block-size", type=int, default=64)
-    p.add_argument("--batch-size", type=int, default=12)
+    p.add_argument("--d-model", type=int, default=64, help="model width")
+    p.add_argument("--block-size", type=int, default=64, help="characters of context")
+    p.add_argument("--batch-size", type=int, default=12, help="sequences per step")
     p.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (warmup, then cosine decay)")
     p.add_argument("--eval-batches", type=int, default=8, help="validation batches (the same for every model)")
     p.add_argument("--new-tokens", type=int, default=200, help="tokens to generate for the KV cache timing")
@@ -150,7 +150,7 @@ def show_kv_cache(trained, args):
 
 
 def run(args):
-    seed_everything(args.seed)
+    start(args, "python -m demos.modern_blocks")
     if args.n_head % args.n_kv_head != 0:
         raise SystemExit(f"modern_blocks: --n-head {args.n_head} must be a multiple of --n-kv-head {args.n_kv_head}")
     show_rmsnorm()

@@ -20,7 +20,7 @@ from minigrad.nn import functional as F
 from transformer import EncoderLayer, sinusoidal_positional_encoding
 
 from . import copy_task
-from .common import Timer, parser, plot_losses, seed_everything
+from .common import Timer, parser, plot_losses, start
 
 
 def _pyplot():
@@ -131,7 +131,7 @@ def draw_all(out_dir, model=None, example=None, history=None):
 
 
 def build_parser():
-    p = parser(__doc__.splitlines()[0])
+    p = parser(__doc__.splitlines()[0], "demos.pictures", training=True)
     p.add_argument("--out", default="out/pictures", help="folder for the pictures")
     p.add_argument("--steps", type=int, default=copy_task.SMALL_STEPS,
                    help="training steps of the copy model whose attention is drawn")
@@ -141,7 +141,7 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    seed_everything(args.seed)
+    start(args, "python -m demos.pictures", needs=("tqdm", "matplotlib"))
     with Timer() as timer:
         result = copy_task.train_small(args.steps, args.seed, quiet=args.quiet)  # the tour's copy model
         paths = draw_all(args.out, result["model"], copy_task.attention_example(result), result["history"])

@@ -36,16 +36,16 @@ from transformer import (
 )
 
 from . import copy_task
-from .common import Timer, parser, progress, seed_everything
+from .common import Timer, parser, progress, start
 
 QUICK_COPY_STEPS = 30  # --quick: the copy model trains this long instead of copy_task.SMALL_STEPS
 
 
 def build_parser():
-    p = parser(__doc__.splitlines()[0])
+    p = parser(__doc__.splitlines()[0], "demos.tour", training=True)
     p.add_argument("--out", default="out/tour", help="folder for the pictures")
-    p.add_argument("--quick", action="store_true", help="tiny training run (for tests); every step still runs")
-    p.add_argument("--no-pictures", action="store_true", help="skip the pictures")
+    p.add_argument("--quick", action="store_true", help="a tiny training run (for tests); every step still runs")
+    p.add_argument("--no-pictures", action="store_true", help="skip the pictures (and so the need for matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     return p
 
@@ -195,7 +195,7 @@ def gradient_check_table(quiet=False):
     print(f"  {'layer':<28} {'checked':>8} {'max abs err':>12} {'max rel err':>12}  result")
     rows = []
     cases = gradcheck_cases()
-    bar = progress(cases.items(), total=len(cases), desc="gradcheck", disable=quiet)
+    bar = progress(cases.items(), total=len(cases), desc="gradcheck", disable=quiet, every=0)  # rows show progress
     for name, (fn, inputs) in bar:
         report = minigrad.gradcheck(fn, inputs, raise_exception=False)
         elements = sum(int(np.prod(r.shape)) for r in report.inputs)
@@ -251,7 +251,7 @@ def pictures_lesson(out_dir, copy_result):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    seed_everything(args.seed)
+    start(args, "python -m demos.tour", needs=("tqdm",) if args.no_pictures else ("tqdm", "matplotlib"))
     with Timer() as total:
         worked_attention()
         worked_positional()
