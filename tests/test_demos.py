@@ -1,30 +1,161 @@
-"""Smoke tests: every demo runs end to end with tiny settings, in seconds, and reports sensibly."""
+"""Smoke tests: every demo runs end to end with tiny settings, in seconds, and reports sensibly; the
+demos' shared plumbing (help texts, missing extras, --threads, progress in a log)."""
+import io
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from demos import addition, char_gpt, copy_task, pictures, tour
+import minigrad
+from demos import addition, char_gpt, common, copy_task, modern_blocks, pictures, sample, tour
 
 SHAKESPEARE = Path(__file__).parents[2] / "shared/data/tinyshakespeare.txt"
 TINY_CHAR_GPT = ["--eval-interval", "2", "--eval-iters", "1", "--n-layer", "1", "--d-model", "16", "--n-head", "2",
                  "--block-size", "8", "--batch-size", "2", "--quiet", "--sample-chars", "20"]
+DEMOS = {"tour": tour, "pictures": pictures, "addition": addition, "copy_task": copy_task, "char_gpt": char_gpt,
+         "modern_blocks": modern_blocks, "sample": sample}
+TRAINING = ["tour", "pictures", "addition", "copy_task", "char_gpt", "modern_blocks"]
 
 
-@pytest.mark.parametrize("demo", [tour, pictures, addition, copy_task, char_gpt])
-def test_help(demo, capsys):
+@pytest.mark.parametrize("name", DEMOS)
+def test_help(name, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        demo.main(["--help"])
+        DEMOS[name].main(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    assert "--seed" in out and "usage" in out
+    assert out.startswith(f"usage: python -m demos.{name} ") and "--seed" in out
+    assert ("--threads N" in out) == (name in TRAINING)
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_every_flag_has_help_and_one_default(name):
+    p = DEMOS[name].build_parser()
+    formatter = p._get_formatter()
+    for action in p._actions:
+        text = formatter._expand_help(action) if action.help else ""
+        flag = action.option_strings[-1]
+        assert text.strip(), f"{flag} has no help"
+        assert text.count("default") <= 1, f"{flag}: {text}"
+        assert "(default: None)" not in text and "default: True" not in text and "default: False" not in text, flag
+        if action.nargs != 0 and action.default is not None and flag != "--help":
+            assert "default" in text, f"{flag} does not show its default: {text}"
+
+
+def test_the_formatter_on_the_usual_traps():
+    p = common.parser("x", "demos.x")
+    p.add_argument("--data", help="a file (default: the built-in corpus)")
+    p.add_argument("--no-gpt", dest="gpt", action="store_false", help="leave the GPT out")
+    p.add_argument("--steps", type=int, default=5, help="steps")
+    text = " ".join(p.format_help().split())
+    assert "a file (default: the built-in corpus) --no-gpt" in text  # not "(default: None)" after it
+    assert "leave the GPT out --steps" in text  # a switch: no "(default: True)"
+    assert "steps (default: 5)" in text and text.startswith("usage: python -m demos.x")
+
+
+@pytest.mark.parametrize("name, missing", [(name, "tqdm") for name in TRAINING] +
+                         [(name, "matplotlib") for name in ("tour", "pictures", "char_gpt")])
+def test_a_missing_extra_is_named_before_any_work(name, missing, monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, missing, None)  # what "import tqdm" meets when tqdm is not installed
+    monkeypatch.chdir(tmp_path)  # any output folder would appear here
+    for module in DEMOS.values():  # no training at all: every model class refuses to be built
+        for cls in ("GPT", "Transformer"):
+            if hasattr(module, cls):
+                monkeypatch.setattr(module, cls, None)
+    with pytest.raises(SystemExit) as stop:
+        DEMOS[name].main([])
+    message = str(stop.value.code)
+    assert f"python -m demos.{name} needs {missing}" in message and 'pip install -e ".[demos]"' in message
+    assert os.listdir(tmp_path) == [] and capsys.readouterr().out == ""
+
+
+class Started(Exception):
+    """Raised by the first step of a demo's work: every check before it passed."""
+
+
+def test_the_tour_without_pictures_needs_no_matplotlib(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+
+    def first_step():
+        raise Started
+
+    monkeypatch.setattr(tour, "worked_attention", first_step)
+    with pytest.raises(Started):
+        tour.main(["--no-pictures"])
+
+
+def test_threads(monkeypatch):
+    before = minigrad.get_num_threads()
+    try:
+        addition.main(["--steps", "1", "--n-layer", "1", "--d-model", "8", "--n-head", "2", "--batch-size", "2",
+                       "--quiet", "--threads", "1"])
+        assert minigrad.get_num_threads() == 1
+    finally:
+        minigrad.set_num_threads(before)
+    with pytest.raises(SystemExit):
+        addition.build_parser().parse_args(["--threads", "0"])
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_in_a_log_prints_a_few_whole_lines(capsys):
+    clock = FakeClock()
+    bar = common.Progress(range(100), desc="copy task", clock=clock)
+    for step in bar:
+        clock.now += 0.5
+        bar.set_postfix(loss=f"{1 / (step + 1):.3f}")
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 10 and "\r" not in err
+    assert lines[0] == "copy task: 10/100 (10%), loss 0.100, 500 ms/step, ETA 0:00:45"
+    assert lines[-1].startswith("copy task: 100/100 (100%), loss 0.010, 500 ms/step, ETA 0:00:00")
+
+
+def test_progress_eta_leaves_out_paused_time():
+    clock = FakeClock()
+    bar = common.Progress(total=2000, clock=clock, disable=True)
+    with bar.paused():  # the evaluation before the first step
+        clock.now += 13.0
+    clock.now += 0.1
+    bar.update()
+    assert bar.pace() == "100 ms/step, ETA 0:03:20"  # not 13.1 s/step, ETA 7:16:40
+    for _ in range(10):
+        clock.now += 0.2
+        bar.update()
+    assert bar.pace() == "200 ms/step, ETA 0:06:38"  # the speed since the last report
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_draws_a_bar_only_on_a_terminal(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    bar = common.Progress(range(3), desc="steps")
+    assert bar.bar is not None and type(bar.bar).__module__ == "tqdm.std"  # never tqdm's notebook widget
+    list(bar)
+    bar.close()
+    assert "steps" in sys.stderr.getvalue()
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a log file, a pipe, a notebook's stream
+    assert common.Progress(range(3)).bar is None
 
 
 def test_tour_quick(tmp_path, capsys):
-    result = tour.main(["--quick", "--quiet", "--out", str(tmp_path)])
-    out = capsys.readouterr().out
+    result = tour.main(["--quick", "--out", str(tmp_path)])  # not a terminal: progress as a few plain lines
+    captured = capsys.readouterr()
+    out = captured.out
+    progress_lines = [line for line in captured.err.splitlines() if line.startswith("copy task:")]
+    assert len(progress_lines) == 10 and progress_lines[-1].startswith("copy task: 30/30 (100%), loss ")
+    assert "\r" not in out + captured.err and "gradcheck" not in captured.err
 
     # the worked examples
     assert "[[1.0000 1.5000 1.5000]" in out  # scores, first row: (2, 3, 3) / 2
@@ -38,6 +169,8 @@ def test_tour_quick(tmp_path, capsys):
         assert passed and elements > 0 and max_abs < 1e-6, name
     table = out[out.index("2. Gradient check"):out.index("3. An encoder-decoder")]
     assert table.count("  ok\n") == 14 and "FAIL" not in table
+    rows = [line for line in table.splitlines()[2:] if line and not line.startswith("=")]
+    assert all(line.startswith("  ") for line in rows)  # nothing of a progress bar before a row
 
     copy = result["copy"]
     assert 0.0 <= copy["exact_match"] <= 1.0 and math.isfinite(copy["loss"])
@@ -107,7 +240,7 @@ def test_char_gpt_checkpoint_and_resume(tmp_path, capsys):
 
     char_gpt.main(["--max-iters", "5", "--out", str(tmp_path), "--resume", *TINY_CHAR_GPT])
     out = capsys.readouterr().out
-    assert "resumed from" in out and "at iteration 3" in out
+    assert "resumed from" in out and "at step 3" in out
     assert "char_gpt: 2 iterations" in out  # only the iterations after the checkpoint ran
 
 
