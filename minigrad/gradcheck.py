@@ -10,6 +10,10 @@ and the check passes when |analytic - numeric| <= atol + rtol * |numeric| everyw
 
 Why a random v and not y.sum(): softmax rows sum to 1, so d(sum softmax)/dx = 0 whatever the
 backward computes; a backward that is off by a factor 2 would pass a sum-based check.
+
+When the check fails, the report also names the op to blame: `opcheck.find_bad_backward` checks
+each op of fn on its own and finds the first whose backward disagrees with its forward.
+`gradcheck(module, inputs)` checks a Module's parameters as well, one row per dotted name.
 """
 import warnings
 
@@ -27,30 +31,43 @@ class GradcheckWarning(UserWarning):
 
 
 class InputReport:
-    """How one input fared: its largest errors and the worst element."""
+    """How one input fared: its largest errors and the worst element.
 
-    def __init__(self, position, shape, analytic, numeric, atol, rtol):
-        self.position, self.shape = position, shape
+    `name` labels the row (a module's parameter: its dotted name). When only some elements were
+    checked (`checked` < the input's size), `numeric` is NaN at the others and the errors count the
+    checked elements only."""
+
+    def __init__(self, position, shape, analytic, numeric, atol, rtol, name=None):
+        self.position, self.shape, self.name = position, shape, name
         self.analytic, self.numeric = analytic, numeric
-        error = np.abs(analytic - numeric)
-        self.passed = bool(np.all(error <= atol + rtol * np.abs(numeric)))
+        seen = ~np.isnan(numeric)
+        self.checked, self.size = int(seen.sum()), int(numeric.size)
+        error = np.where(seen, np.abs(analytic - numeric), 0.0)
+        numeric0 = np.where(seen, numeric, 0.0)
+        self.passed = bool(np.all(error <= atol + rtol * np.abs(numeric0)))
         # relative error where the gradient is not ~0 (near 0 only the absolute error means anything)
-        relative = np.where(np.abs(numeric) > atol, error / np.maximum(np.abs(numeric), atol), 0.0)
+        relative = np.where(np.abs(numeric0) > atol, error / np.maximum(np.abs(numeric0), atol), 0.0)
         self.max_abs_error = float(error.max()) if error.size else 0.0
         self.max_rel_error = float(relative.max()) if error.size else 0.0
         # the worst element: the one furthest beyond its allowed error
-        slack = error - (atol + rtol * np.abs(numeric))
+        slack = np.where(seen, error - (atol + rtol * np.abs(numeric0)), -np.inf)
         self.worst_index = np.unravel_index(int(np.argmax(slack)), shape) if error.size else ()
         self.worst_analytic = float(analytic[self.worst_index]) if error.size else 0.0
         self.worst_numeric = float(numeric[self.worst_index]) if error.size else 0.0
 
+    @property
+    def label(self):
+        return str(self.position) if self.name is None else self.name
+
 
 class GradcheckReport:
     """The result of `gradcheck(..., raise_exception=False)`: truthy when every input passed;
-    `str(report)` is the table."""
+    `str(report)` is the table. `location` is `find_bad_backward`'s answer (which op's backward
+    is wrong) when the check failed or locate=True was asked, else None."""
 
-    def __init__(self, inputs, atol, rtol, eps):
+    def __init__(self, inputs, atol, rtol, eps, location=None):
         self.inputs, self.atol, self.rtol, self.eps = inputs, atol, rtol, eps
+        self.location = location
 
     @property
     def passed(self):
@@ -60,41 +77,66 @@ class GradcheckReport:
         return self.passed
 
     def __str__(self):
-        head = f"{'input':>5}  {'shape':<16} {'max abs err':>11}  {'max rel err':>11}  " \
+        width = max([5] + [len(r.label) for r in self.inputs])
+        head = f"{'input':>{width}}  {'shape':<16} {'checked':>11}  {'max abs err':>11}  {'max rel err':>11}  " \
                f"{'worst index':<14} {'analytic':>12}  {'numeric':>12}  result"
         lines = [head, "-" * len(head)]
         for r in self.inputs:
+            checked = str(r.size) if r.checked == r.size else f"{r.checked} of {r.size}"
             lines.append(
-                f"{r.position:>5}  {str(r.shape):<16} {r.max_abs_error:>11.3e}  {r.max_rel_error:>11.3e}  "
-                f"{str(tuple(int(i) for i in r.worst_index)):<14} {r.worst_analytic:>12.6g}  "
-                f"{r.worst_numeric:>12.6g}  {'ok' if r.passed else 'FAIL'}"
+                f"{r.label:>{width}}  {str(r.shape):<16} {checked:>11}  {r.max_abs_error:>11.3e}  "
+                f"{r.max_rel_error:>11.3e}  {str(tuple(int(i) for i in r.worst_index)):<14} "
+                f"{r.worst_analytic:>12.6g}  {r.worst_numeric:>12.6g}  {'ok' if r.passed else 'FAIL'}"
             )
         lines.append(f"pass rule: |a - n| <= atol + rtol * |n|   (atol={self.atol:g}, rtol={self.rtol:g}, "
                      f"eps={self.eps:g}; a = analytic, n = numeric)")
+        if any(r.checked < r.size for r in self.inputs):
+            lines.append("checked: elements compared (a larger tensor is checked at elements drawn at random)")
+        if self.location is not None:
+            lines.append("each op checked on its own (minigrad.find_bad_backward):")
+            lines.append("  " + str(self.location).replace("\n", "\n  "))
         return "\n".join(lines)
 
     __repr__ = __str__
 
 
-def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, seed=0):
+MODULE_MAX_ELEMENTS = 64  # a Module's check: at most this many elements of each tensor, drawn at random
+
+
+def gradcheck(fn, inputs=(), *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, seed=0, max_elements=None,
+              locate=None):
     """Check `fn`'s backward against central differences for every element of every input that
     requires grad.
 
-    fn:     takes the inputs (Tensors) and returns a Tensor.
-    inputs: a Tensor or a sequence of Tensors; use float64 (float32 rounding swamps eps).
+    fn:     takes the inputs (Tensors) and returns a Tensor. Or a Module: then every parameter is
+            checked too, each in a row of the table under its dotted name (`h.0.attn.c_attn.weight`),
+            and the module's output is checked (its first, if it returns a tuple).
+    inputs: a Tensor or a sequence of Tensors; use float64 (float32 rounding swamps eps), and for
+            a Module `module.double()` and `module.eval()` (dropout would make it random).
+    max_elements: check at most this many elements of each tensor, drawn at random (seeded); the
+            table says how many. Default: every element, and for a Module at most 64 per tensor.
+    locate: when the check fails (locate=None, the default), or always (True), also check each op
+            of fn alone and name the first whose backward is wrong (`find_bad_backward`): the table
+            then ends with the op, its shapes, its worst element and the line that called it.
+            locate=False: never.
     Returns a `GradcheckReport` (truthy if passed); raises `GradcheckError` with the report's
     table on failure unless raise_exception=False.
     """
+    from .nn.module import Module
     from .tensor import Tensor
 
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    names = [None] * len(inputs)
+    if isinstance(fn, Module):
+        fn, inputs, names = _module_case(fn, inputs)
+        max_elements = MODULE_MAX_ELEMENTS if max_elements is None else max_elements
     checked = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     if not checked:
         raise ValueError("gradcheck: no input requires grad, so there is nothing to check")
     for i in checked:
         if inputs[i].dtype != np.float64:
             warnings.warn(
-                f"gradcheck: input {i} is {inputs[i].dtype}; central differences need float64 "
+                f"gradcheck: input {names[i] or i} is {inputs[i].dtype}; central differences need float64 "
                 "(use .double(), or model.double()) or the check measures rounding error",
                 GradcheckWarning, stacklevel=2,
             )
@@ -102,7 +144,8 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     out = fn(*inputs)
     if not isinstance(out, Tensor):
         raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")
-    v = np.random.default_rng(seed).standard_normal(out.shape).astype(out.dtype)
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(out.shape).astype(out.dtype)
 
     # analytic: one backward pass with upstream gradient v
     saved_grads = [inputs[i].grad for i in checked]
@@ -124,8 +167,8 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     reports = []
     for i, a in zip(checked, analytic):
         x = inputs[i].data
-        numeric = np.zeros(x.shape)
-        for index in np.ndindex(*x.shape):
+        numeric = np.full(x.shape, np.nan)
+        for index in _elements(x.shape, max_elements, rng):
             original = x[index]
             x[index] = original + eps
             up = projected()
@@ -133,9 +176,35 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
             down = projected()
             x[index] = original
             numeric[index] = (up - down) / (2 * eps)
-        reports.append(InputReport(i, x.shape, a, numeric, atol, rtol))
+        reports.append(InputReport(i, x.shape, a, numeric, atol, rtol, names[i]))
 
     report = GradcheckReport(reports, atol, rtol, eps)
+    if locate or (locate is None and not report.passed):
+        from .opcheck import find_bad_backward
+
+        report.location = find_bad_backward(fn, inputs, eps=eps, atol=atol, rtol=rtol, seed=seed)
     if raise_exception and not report.passed:
         raise GradcheckError("gradient check failed\n" + str(report))
     return report
+
+
+def _elements(shape, max_elements, rng):
+    """The index of every element of an array of `shape`, or of `max_elements` of them at random."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if max_elements is None or size <= max_elements:
+        return np.ndindex(*shape)
+    picked = np.sort(rng.choice(size, int(max_elements), replace=False))
+    return (np.unravel_index(int(j), shape) for j in picked)
+
+
+def _module_case(module, inputs):
+    """A Module's check as a function's: (fn, its inputs followed by every parameter, the row names)."""
+    named = list(module.named_parameters())
+    n = len(inputs)
+
+    def fn(*args):
+        out = module(*args[:n])
+        return out[0] if isinstance(out, (tuple, list)) else out
+
+    names = [None] * n + [name for name, _ in named]
+    return fn, [*inputs, *(p for _, p in named)], names
