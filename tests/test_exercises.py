@@ -12,6 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
+import demos.exercises as exercises
 from demos.exercises import __main__ as cli
 from demos.exercises import catalogue, checker, grading, training
 from demos.exercises.catalogue import CompareCase, seeded, swapped
@@ -352,6 +353,15 @@ def test_a_raising_backward_fails_its_case_and_the_check_goes_on(tmp_path):
     assert "tanh of x (3, 4)" in result.passed
 
 
+def test_a_case_of_several_ops_names_the_wrong_backward(tmp_path):
+    pytest.importorskip("minigrad.opcheck")  # (minigrad's op-by-op check, where it exists)
+    exercise = catalogue.get("exp_log_tanh")
+    text = source(SOLVED["exp_log_tanh"]).replace("return g / x", "return g * x")
+    result = checker.check_file(exercise, write(tmp_path, "exp_log_tanh", text))
+    chain = next(f for f in result.failures if f.case.startswith("tanh(log(exp(x)))"))
+    assert chain.blame == "Log.backward"
+
+
 @pytest.mark.parametrize("text, expected", [
     ("x = 1 / 0\n", "the file raised at import: ZeroDivisionError: division by zero (line 5)"),
     ("def broken(:\n", "the file raised at import: SyntaxError"),
@@ -420,6 +430,8 @@ def test_commands_start_check_solution_and_list(tmp_path, capsys):
     assert cli.main(["check", "mul", "--dir", folder]) == 0  # (in a child process, with a time limit)
     out = capsys.readouterr().out
     assert "mul: ok, all 4 cases pass" in out and out.count("  ok  ") == 4
+    assert exercises.check("mul", folder).ok  # the same from Python, for a notebook cell
+    assert capsys.readouterr().out == out
     assert cli.main(["start", "mul", "--dir", folder, "--force"]) == 0
     assert "NotImplementedError" in (tmp_path / "mine" / "mul.py").read_text()
 

@@ -12,6 +12,7 @@ there; any other exception fails its case and the check goes on with the next on
 cannot be caught in-process: `isolation.py` runs this in a child process with a time limit.
 """
 import importlib.util
+import inspect
 import itertools
 import traceback
 import warnings
@@ -42,6 +43,7 @@ class Failure:
     wrong: int = 0
     total: int = 0
     hint: str = ""
+    blame: str = None  # the backward found wrong on its own, when the case runs several ops
 
     def line(self):
         """One line: the case, then where and what."""
@@ -175,11 +177,31 @@ def _grad_case(case, ns):
                                       f"{name}'s shape {t.shape}", input=name)
         t.grad = None
 
-    report = minigrad.gradcheck(fn, values, atol=ATOL, rtol=RTOL, raise_exception=False)
+    report = minigrad.gradcheck(fn, values, atol=ATOL, rtol=RTOL, raise_exception=False, **_NO_LOCATE)
     for r in report.inputs:
         if not r.passed:
-            return _first_wrong(case.name, names[r.position], r.analytic, r.numeric, ATOL, RTOL)
+            failure = _first_wrong(case.name, names[r.position], r.analytic, r.numeric, ATOL, RTOL)
+            failure.blame = _blame(fn, values)
+            return failure
     return None
+
+
+# gradcheck's locate= and minigrad.opcheck, where this minigrad has them: the op whose backward is wrong
+_NO_LOCATE = {"locate": False} if "locate" in inspect.signature(minigrad.gradcheck).parameters else {}
+
+
+def _blame(fn, values):
+    """'Tanh.backward' when a case runs several ops and one of them is found wrong on its own; None
+    where this minigrad cannot tell (no opcheck) or finds none."""
+    try:
+        from minigrad.opcheck import find_bad_backward
+    except ImportError:
+        return None
+    try:
+        bad = getattr(find_bad_backward(fn, values, atol=ATOL, rtol=RTOL), "bad", None)
+        return None if bad is None else f"{bad.name}.backward"
+    except Exception:  # the learner's backward may break the search too: the failure itself is reported
+        return None
 
 
 def _compare_case(case, ns, reference):
@@ -260,6 +282,8 @@ def format_result(result, exercise):
                          f"({kind}), got {first.got:.6g} (yours); {first.wrong} of {first.total} elements wrong")
         else:
             lines.append(f"  {first.message}")
+        if first.blame and len(exercise.parts) > 1:
+            lines.append(f"  each op checked on its own: the first wrong backward is {first.blame}")
         lines.append(f"  hint: {first.hint}")
         lines.append(f"{name}: FAIL, {len(result.passed)} of {len(exercise.cases)} cases pass")
     else:
