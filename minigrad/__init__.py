@@ -30,9 +30,11 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .explain import explain_backward
 from .grad_mode import AnomalyError, detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
 from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
+from .opcheck import find_bad_backward
 from .random import manual_seed
 from .tensor import Tensor
 

@@ -323,8 +323,20 @@ def backward(root, grad=None, retain_graph=False):
             if pg is not None and parent.requires_grad:
                 _accumulate(grads, owned, parent, pg, ctx, i)
         if not retain_graph:
+            _keep_links(ctx)
             ctx.inputs = None  # free the graph behind this op, and the arrays its forward saved
             ctx.saved_tensors = ()
+
+
+def _keep_links(ctx):
+    """Before the walk frees ctx's inputs, note what each was, without its values, so that viz can
+    still draw the graph: the name of the op that made it and that op's own links (a list filled
+    when its backward runs), a weak reference to it (a leaf's name and .grad), its shape and dtype."""
+    links = ctx.__dict__.setdefault("links", [])
+    for t in ctx.inputs:
+        made_by = t._ctx
+        up = None if made_by is None else (made_by.fn.__name__, made_by.__dict__.setdefault("links", []))
+        links.append((up, weakref.ref(t), t.data.shape, t.data.dtype))
 
 
 def _root_grad(root, grad):

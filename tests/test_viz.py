@@ -1,0 +1,112 @@
+"""Pictures of the graph: matplotlib (no Graphviz needed) and DOT, before and after backward; the
+graph that backward frees keeps only names, shapes and links, not the arrays."""
+import builtins
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import viz
+
+pytest.importorskip("matplotlib")
+
+
+def small_graph():
+    x = mg.tensor([[1.0, -2.0]])
+    W1 = mg.tensor([[0.5, -0.3], [0.8, 0.2]], requires_grad=True)
+    b1 = mg.tensor([0.1, -0.1], requires_grad=True)
+    W2 = mg.tensor([[1.5], [-1.0]], requires_grad=True)
+    loss = ((((x @ W1 + b1).tanh()) @ W2 - 1.0) ** 2).sum()
+    return loss, dict(x=x, W1=W1, b1=b1, W2=W2, loss=loss)
+
+
+def shape_of_dot(text):
+    """(node labels, number of edges) of DOT text, ignoring node ids."""
+    labels = sorted(line.split('label="')[1].split('"')[0].split("\\n|grad|")[0] for line in text.splitlines()
+                    if 'label="' in line)
+    return labels, text.count(" -> ")
+
+
+def test_dot_is_the_same_graph_before_and_after_backward():
+    loss, names = small_graph()
+    before = viz.to_dot(loss, names)
+    loss.backward()
+    after = viz.to_dot(loss, names)
+    labels_before, edges_before = shape_of_dot(before)
+    labels_after, edges_after = shape_of_dot(after)
+    assert edges_before == edges_after == 18  # 4 ops with 2 inputs, 3 with 1 (Tanh, PowScalar, Sum); 1 output each
+    ops = ["MatMul", "Add", "Tanh", "MatMul", "Sub", "PowScalar", "Sum"]
+    for text in (before, after):
+        assert sorted(op for op in ops) == sorted(line.split('label="')[1].split('"')[0] for line in text.splitlines()
+                                                  if "shape=ellipse" in line)
+    assert "W1\\n(2, 2) float32\\n|grad| = " in after  # leaves keep their gradient after backward
+    assert len(labels_before) == len(labels_after)
+
+
+def test_draw_after_a_plain_backward_writes_a_png(tmp_path):
+    loss, names = small_graph()
+    loss.backward()
+    path = tmp_path / "graph.png"
+    fig = viz.draw(loss, names, path=path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sum(t in ("MatMul", "Add", "Tanh", "Sub", "PowScalar", "Sum") for t in texts) == 7
+    w1 = next(t for t in texts if t.startswith("W1"))
+    assert f"|grad| = {np.linalg.norm(names['W1'].grad):.3g}" in w1
+    positions = {t.get_text(): t.get_position() for t in fig.axes[0].texts}
+    assert positions["Tanh"][0] < positions["PowScalar"][0] < positions["Sum"][0]  # by depth, left to right
+
+
+def test_scalars_show_data_and_grad_like_micrograd():
+    a = mg.tensor(2.0, requires_grad=True)
+    b = mg.tensor(-3.0, requires_grad=True)
+    c = a * b + a
+    viz.backward_keeping_grads(c)
+    texts = [t.get_text() for t in viz.draw(c, dict(a=a, b=b, c=c)).axes[0].texts]
+    assert "a\ndata 2.0000 | grad -2.0000" in texts  # dc/da = b + 1
+    assert "b\ndata -3.0000 | grad 2.0000" in texts
+    assert "data -6.0000 | grad 1.0000" in texts  # a * b, kept by backward_keeping_grads
+    assert "c\ndata -4.0000 | grad 1.0000" in texts  # the root retains its gradient too
+
+
+def test_backward_frees_the_arrays_but_keeps_the_picture():
+    x = mg.randn(50, 40, requires_grad=True)
+    h = x.tanh()
+    hidden = weakref.ref(h)
+    loss = (h * h).sum()
+    del h
+    loss.backward()
+    gc.collect()
+    assert hidden() is None  # the intermediate tensor (and its array) is gone
+    ctx = loss._ctx
+    assert ctx.inputs is None and ctx.saved_tensors == ()
+    (up, ref, shape, dtype), = ctx.links
+    assert up[0] == "Mul" and ref() is None and shape == (50, 40)
+    assert all(not isinstance(v, np.ndarray) for link in up[1] for v in link)  # no arrays in the links
+    texts = [t.get_text() for t in viz.draw(loss, dict(x=x)).axes[0].texts]
+    assert {"Sum", "Mul", "Tanh"} <= set(texts)
+
+
+def test_missing_matplotlib_names_the_demos_extra(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    loss, names = small_graph()
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[demos\]"'):
+        viz.draw(loss, names)
+    assert "digraph" in viz.to_dot(loss, names)  # DOT needs no matplotlib
+
+
+def test_render_writes_dot_with_or_without_graphviz(tmp_path, capsys):
+    loss, names = small_graph()
+    loss.backward()
+    path = viz.render(loss, tmp_path / "g", names)
+    assert (tmp_path / "g.dot").read_text().startswith("digraph")
+    assert path.endswith((".dot", ".svg"))
