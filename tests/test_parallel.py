@@ -1,6 +1,7 @@
 """minigrad's thread pool (kernels/_parallel.py), the per-CPU matmul tile (kernels/_cpu.py), and the
 behaviour they promise: every item computed once, errors raised in the caller, safe launches from
 several threads, a fork after training, and a numpy backend that compiles nothing."""
+import json
 import multiprocessing
 import os
 import subprocess
@@ -156,6 +157,7 @@ def test_a_fork_pool_after_training_completes():
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork on this platform")
     code = _TRAIN + """
+import json
 import multiprocessing
 train(0, [])
 def child(seed):
@@ -245,3 +247,21 @@ def test_every_tile_computes_the_right_product(tile):
     rows, cols, worst = result.stdout.split()
     assert f"{rows}x{cols}" == tile
     assert float(worst) <= 1.0
+
+
+@pytest.mark.parametrize("name, family", [("haswell", "avx2"), ("znver3", "avx2"), ("skylake-avx512", "avx512"),
+                                          ("znver4", "avx512"), ("x86-64-v3", "avx2"), ("nehalem", "sse")])
+def test_simd_family_of_a_named_cpu(name, family):
+    assert _cpu.simd_family(_cpu._features_of_cpu_name(name), "x86_64") == family
+
+
+def test_a_named_cpu_compiles_for_its_own_features():
+    """NUMBA_CPU_NAME=haswell on any x86 host: LLVM gets no host feature list (which would add the
+    host's AVX-512 to a Haswell), and the tile is the AVX2 one."""
+    code = ("import json, numba, minigrad.kernels as K; "
+            "print(json.dumps([numba.config.CPU_FEATURES, K.describe()['simd'], K.describe()['tile']]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "MINIGRAD_MATMUL_TILE")}
+    env["NUMBA_CPU_NAME"] = "haswell"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    features, simd, tile = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not features and simd == "avx2" and tile == "4x16"

@@ -27,11 +27,36 @@ import platform
 TILES = {"avx512": (8, 32), "avx2": (4, 16), "neon": (8, 8), "sse": (4, 8)}
 
 
+# x86 CPU names LLVM knows, by the widest SIMD family their default features include: what
+# ``NUMBA_CPU_NAME=haswell`` (say) compiles for when ``NUMBA_CPU_FEATURES`` is not given.
+_AVX512_NAMES = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake", "tigerlake",
+                 "rocketlake", "sapphirerapids", "graniterapids", "emeraldrapids", "diamondrapids",
+                 "knl", "knm", "znver4", "znver5", "x86-64-v4")
+_AVX2_NAMES = ("haswell", "broadwell", "skylake", "kabylake", "coffeelake", "cometlake", "alderlake",
+               "raptorlake", "meteorlake", "arrowlake", "lunarlake", "pantherlake", "gracemont",
+               "znver1", "znver2", "znver3", "bdver4", "x86-64-v3")
+
+
+def _features_of_cpu_name(name):
+    """The SIMD features a named CPU implies, for ``NUMBA_CPU_NAME`` without ``NUMBA_CPU_FEATURES``."""
+    name = name.lower()
+    if name.startswith(_AVX512_NAMES):
+        return {"avx512f", "avx2", "fma"}
+    if name.startswith(_AVX2_NAMES):
+        return {"avx2", "fma"}
+    if name.startswith(("apple", "cortex", "neoverse", "generic-arm", "armv8", "aarch64")):
+        return {"neon"}
+    return {"sse2"}
+
+
 def target_features():
     """The CPU features LLVM compiles for, as a set of names ("avx2", "fma", ...)."""
     listed = os.environ.get("NUMBA_CPU_FEATURES", "")
     if listed:
         return {f[1:] for f in listed.split(",") if f.startswith("+")}
+    name = os.environ.get("NUMBA_CPU_NAME", "").strip()
+    if name and name != "host":  # numba then compiles for that CPU's own default features
+        return _features_of_cpu_name(name)
     try:
         import llvmlite.binding as llvm
 

@@ -3,7 +3,8 @@
 Two LLVM settings are read when numba is first imported, so they are set here, before the import:
 - ``NUMBA_SLP_VECTORIZE=1`` lets LLVM pack scalar accumulators into SIMD registers;
 - on CPUs with AVX-512, LLVM prefers 256-bit vectors; adding ``-prefer-256-bit`` to the host's
-  feature list lets it use full 512-bit registers.
+  feature list lets it use full 512-bit registers (when compiling for the host: with
+  ``NUMBA_CPU_NAME=haswell``, say, LLVM compiles for that CPU's features, e.g. AVX2 on any host).
 Both are defaults only: a value already in the environment wins.
 
 Every kernel is compiled with ``cache=True``: the second run of a program loads machine code
@@ -29,7 +30,8 @@ def _configure_environment():
     os.environ.setdefault("NUMBA_SLP_VECTORIZE", "1")
     if os.environ.get("MINIGRAD_CACHE_DIR"):
         os.environ.setdefault("NUMBA_CACHE_DIR", os.environ["MINIGRAD_CACHE_DIR"])
-    if "NUMBA_CPU_FEATURES" not in os.environ:
+    # (only for the host CPU: NUMBA_CPU_NAME=haswell, say, compiles for that CPU's own features)
+    if "NUMBA_CPU_FEATURES" not in os.environ and os.environ.get("NUMBA_CPU_NAME", "host") in ("", "host"):
         try:
             import llvmlite.binding as llvm
 
