@@ -127,6 +127,33 @@ def worked_practice():
     return weights.numpy(), output.item()
 
 
+def backward_walk(out_dir=None):
+    """A two-layer network on one example: its backward pass narrated step by step (each op's rule
+    and numbers, minigrad.explain_backward), then the graph it walked drawn with matplotlib after
+    the backward, into out_dir/backward_graph.png (no picture when out_dir is None)."""
+    import os
+
+    from minigrad import viz
+
+    heading("1d. The backward pass, narrated: h = tanh(x W1 + b1), y = h W2, loss = (y - 1)^2")
+    x = minigrad.tensor([[1.0, -2.0]])
+    W1 = minigrad.tensor([[0.5, -0.3], [0.8, 0.2]], requires_grad=True)
+    b1 = minigrad.tensor([0.1, -0.1], requires_grad=True)
+    W2 = minigrad.tensor([[1.5], [-1.0]], requires_grad=True)
+    h = (x @ W1 + b1).tanh()
+    y = h @ W2
+    loss = ((y - 1.0) ** 2).sum()
+    names = dict(x=x, W1=W1, b1=b1, W2=W2, h=h, y=y, loss=loss)
+    minigrad.explain_backward(loss, names=names)
+    if out_dir is None:
+        return None
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "backward_graph.png")
+    viz.draw(loss, names, path=path, title="the graph backward walked (leaves: |grad|)")
+    print(f"  the graph it walked, drawn after the backward (matplotlib, no Graphviz): {path}")
+    return path
+
+
 # ====================================================================== 2. gradient checks
 D, H, D_FF = 4, 2, 6  # tiny sizes: a gradient check runs the forward pass twice per checked number
 
@@ -256,6 +283,7 @@ def main(argv=None):
         worked_attention()
         worked_positional()
         worked_practice()
+        backward_walk(None if args.no_pictures else args.out)
         rows = gradient_check_table(args.quiet)
         copy = copy_lesson(QUICK_COPY_STEPS if args.quick else copy_task.SMALL_STEPS, args.seed, args.quiet)
         pictures = [] if args.no_pictures else pictures_lesson(args.out, copy)

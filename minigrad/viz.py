@@ -13,8 +13,8 @@ runs Graphviz's `dot` program when it is installed.
 
 Both work before and after `backward()`. backward frees the graph's saved arrays, but keeps each
 op's name, its inputs' shapes and the links between ops (autograd's `_keep_links`), so the
-picture is the same; only the tensors in the middle are gone, so their boxes show the shape and
-no gradient. `backward_keeping_grads(root)` keeps them, with their `.grad`, for a picture with
+picture is the same; only the tensors in the middle that nobody holds are gone, so their boxes
+show the shape and no values. `backward_keeping_grads(root)` keeps them, with their `.grad`, for a picture with
 the gradient at every box.
 """
 import os
@@ -102,7 +102,7 @@ def _expand(op):
                                "use viz.backward_keeping_grads(root)")
         op = (ctx.fn.__name__, ctx.__dict__["links"])
     name, links = op
-    return id(links), name, [(up, ref() if up is None else None, shape, dtype) for up, ref, shape, dtype in links]
+    return id(links), name, [(up, ref(), shape, dtype) for up, ref, shape, dtype in links]
 
 
 def _depths(boxes, ovals):

@@ -110,3 +110,14 @@ def test_render_writes_dot_with_or_without_graphviz(tmp_path, capsys):
     path = viz.render(loss, tmp_path / "g", names)
     assert (tmp_path / "g.dot").read_text().startswith("digraph")
     assert path.endswith((".dot", ".svg"))
+
+
+def test_the_tour_draws_the_walked_graph_as_a_png(tmp_path, capsys):
+    from demos import tour
+
+    path = tour.backward_walk(str(tmp_path))
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    out = capsys.readouterr().out
+    assert "d(tanh a)/da = 1 - tanh^2 a" in out and "W1.grad = " in out and path in out
+    assert tour.backward_walk(None) is None
