@@ -78,13 +78,13 @@ class GradcheckReport:
 
     def __str__(self):
         width = max([5] + [len(r.label) for r in self.inputs])
-        head = f"{'input':>{width}}  {'shape':<16} {'checked':>11}  {'max abs err':>11}  {'max rel err':>11}  " \
+        head = f"{'input':<{width}}  {'shape':<16} {'checked':>11}  {'max abs err':>11}  {'max rel err':>11}  " \
                f"{'worst index':<14} {'analytic':>12}  {'numeric':>12}  result"
         lines = [head, "-" * len(head)]
         for r in self.inputs:
             checked = str(r.size) if r.checked == r.size else f"{r.checked} of {r.size}"
             lines.append(
-                f"{r.label:>{width}}  {str(r.shape):<16} {checked:>11}  {r.max_abs_error:>11.3e}  "
+                f"{r.label:<{width}}  {str(r.shape):<16} {checked:>11}  {r.max_abs_error:>11.3e}  "
                 f"{r.max_rel_error:>11.3e}  {str(tuple(int(i) for i in r.worst_index)):<14} "
                 f"{r.worst_analytic:>12.6g}  {r.worst_numeric:>12.6g}  {'ok' if r.passed else 'FAIL'}"
             )
