@@ -45,32 +45,12 @@ def cpu_flags():
 
 
 def simd_target():
-    """-> (CPU name, SIMD level) that LLVM compiles numba's code for.
+    """-> (CPU name, SIMD family) that LLVM compiles numba's code for: the host's, or the one that
+    NUMBA_CPU_NAME / NUMBA_CPU_FEATURES choose; the family ("avx512", "avx2", "neon" or "sse") is
+    the one minigrad picks its matmul tile by (kernels/_cpu.py)."""
+    from minigrad.kernels import _cpu, _jit
 
-    The host's name and features come from llvmlite, unless NUMBA_CPU_NAME / NUMBA_CPU_FEATURES
-    choose others (minigrad sets the features on AVX-512 machines, see kernels/_jit.py). The level
-    is the widest of avx512f, avx2+fma, neon and sse that the features switch on."""
-    import llvmlite.binding as llvm
-
-    name = os.environ.get("NUMBA_CPU_NAME") or llvm.get_host_cpu_name()
-    if "NUMBA_CPU_FEATURES" in os.environ:
-        features = os.environ["NUMBA_CPU_FEATURES"]
-    elif "NUMBA_CPU_NAME" in os.environ:
-        features = ""  # a named CPU without a feature list: that CPU's defaults
-    else:
-        features = llvm.get_host_cpu_features().flatten()
-    on = {f[1:] for f in features.split(",") if f.startswith("+")}
-    if "avx512f" in on:
-        level = "avx512f"
-    elif {"avx2", "fma"} <= on:
-        level = "avx2+fma"
-    elif "neon" in on or platform.machine().lower() in ("arm64", "aarch64"):
-        level = "neon"
-    elif any(f.startswith("sse") for f in on) or platform.machine().lower() in ("x86_64", "amd64"):
-        level = "sse"
-    else:
-        level = "scalar"
-    return name, level
+    return _jit.target_cpu_name(), _cpu.simd_family()
 
 
 def kernel_description():
