@@ -8,7 +8,7 @@
 """
 from . import kernels
 from ._allocator import keep_freed_memory
-from .autograd import Context, Function
+from .autograd import Context, Function, grad
 from .creation import (
     arange,
     as_tensor,
@@ -16,6 +16,7 @@ from .creation import (
     dropout,
     embedding,
     eye,
+    from_numpy,
     full,
     full_like,
     linspace,
@@ -30,6 +31,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .devices import device, get_default_device, set_default_device
 from .explain import explain_backward
 from .grad_mode import AnomalyError, detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
@@ -52,19 +54,25 @@ def _method(name):
 
 # every Tensor method that computes is also a function: minigrad.exp(x) == x.exp()
 for _name in (
-    "exp log sqrt abs sin cos tanh sigmoid relu gelu clip maximum minimum sum mean var max min argmax "
+    "exp log sqrt abs sin cos tanh sigmoid relu gelu clip clamp maximum minimum sum mean var max min argmax "
     "argmin softmax log_softmax reshape flatten transpose permute unsqueeze squeeze expand broadcast_to "
     "split chunk masked_fill tril triu "
     "logsumexp std prod cumsum topk gather scatter_add flip repeat silu leaky_relu softplus elu erf sign floor "
-    "round isnan isfinite log2 rsqrt add sub mul div pow neg floor_divide remainder"
+    "round isnan isfinite log2 rsqrt add sub mul div pow neg floor_divide remainder numel clone"
 ).split():
     globals()[_name] = _method(_name)
 del _name
 
-from . import nn, optim  # noqa: E402
+from . import cuda, nn, optim  # noqa: E402
+from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)
 from .serialization import CheckpointError, load, save  # noqa: E402
 
 keep_freed_memory()
 
 __version__ = "0.1.0"
+
+# PyTorch's dtype names. They shadow the builtins float and bool in this module only (so they come
+# last), and `from minigrad import *` leaves them out.
+float, double, long, bool = float32, float64, int64, bool_  # noqa: A001
+__all__ = [name for name in dir() if not name.startswith("_") and name not in ("float", "bool")]

@@ -248,12 +248,14 @@ def unbroadcast(grad, shape, what="gradient"):
 
 
 # ----------------------------------------------------------------------------- the walk
-def _topological_order(root):
-    """Tensors reachable from `root` through recorded ops, inputs before outputs.
+def _topological_order(roots):
+    """Tensors reachable from `roots` (a tensor or a list of them) through recorded ops, inputs
+    before outputs. An op's input is followed if it wanted a gradient when the op ran
+    (`needs_input_grad`).
 
     Iterative depth-first search (a chain of 100,000 ops needs no recursion)."""
     order, visited = [], set()
-    stack = [(root, False)]
+    stack = [(root, False) for root in reversed(roots if isinstance(roots, list) else [roots])]
     while stack:
         node, children_done = stack.pop()
         if children_done:  # every input of `node` is already in `order`
@@ -265,52 +267,129 @@ def _topological_order(root):
         stack.append((node, True))
         ctx = node._ctx
         if ctx is not None and ctx.inputs is not None:
-            for parent in ctx.inputs:
-                if parent.requires_grad and id(parent) not in visited:
+            for parent, needed in zip(ctx.inputs, ctx.needs_input_grad):
+                if needed and id(parent) not in visited:
                     stack.append((parent, False))
     return order
 
 
 def _check_versions(ctx, output):
-    """Refuse to run a backward whose saved arrays were changed in place since the forward.
+    """Refuse to run a backward whose inputs were changed in place since the forward, where that
+    matters. (The one place where the version counts are read.)
 
-    Every in-place method (assign, add_, mul_, zero_, fill_, optimizer steps, load_state_dict)
-    bumps a version count, shared by a tensor and its views; this compares it with the count at
-    forward time. Writing into `.data` with numpy directly bypasses the count and is not seen."""
-    saved = ctx.saved_tensors
-    if not saved:
-        return
-    output_version = ctx.output_version if ctx.outputs is None else ctx.output_version[_output_index(ctx, output)]
-    if _root(output)._version == output_version and all(
-        (t if t._base is None else t._base)._version == v for t, v in zip(ctx.inputs, ctx.versions)
-    ):
-        return  # nothing changed (the usual case)
+    Every in-place update (x += y, add_, copy_, x[i] = v, optimizer steps, init, load_state_dict)
+    bumps a version count, shared by a tensor and its views, and `Function.apply` noted the counts
+    of the op's inputs and output. A change matters if
+    - an array the forward saved (ctx.save_for_backward) shares memory with the changed tensor:
+      the backward would compute with the new values;
+    - an input was changed by an in-place op recorded in the graph after this op used it: its
+      history is now that op's, and the gradient would flow into the wrong history.
+    Writing into `.data` with numpy directly bypasses the count and is not seen."""
+    for t, version in zip(ctx.inputs, ctx.versions):
+        if (t if t._base is None else t._base)._version != version:
+            break
+    else:  # no input changed (the usual case); the output matters only if the backward saved something
+        if not ctx.saved_tensors:
+            return
+        output_version = ctx.output_version if ctx.outputs is None else ctx.output_version[_output_index(ctx, output)]
+        if _root(output)._version == output_version:
+            return
+    _refuse_changed(ctx, output)
+
+
+def _refuse_changed(ctx, output):
+    """_check_versions, once a count differs: find the change that matters, and raise."""
     changed = [(f"input {i}", t, v) for i, (t, v) in enumerate(zip(ctx.inputs, ctx.versions))
                if _root(t)._version != v]
+    for i, (t, version) in enumerate(zip(ctx.inputs, ctx.versions)):
+        rewritten = t._ctx is not None and getattr(t._ctx, "inplace", None) and t._ctx.output_version > version
+        if ctx.needs_input_grad[i] and rewritten:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: input {i} of {ctx.name} (shape {t.shape}) was modified in place by {t._ctx.inplace} "
+                f"after {ctx.name} used it (version {version} -> {_root(t)._version}), so its gradient would flow "
+                "into the history of the new values. Use the out-of-place form (x = x + y), or clone() the "
+                "tensor before changing it"
+            )
+    output_version = ctx.output_version if ctx.outputs is None else ctx.output_version[_output_index(ctx, output)]
     if _root(output)._version != output_version:
         changed.append(("its output", output, output_version))
     for what, t, version in changed:
-        if any(isinstance(s, np.ndarray) and np.may_share_memory(s, t.data) for s in saved):
+        if any(isinstance(s, np.ndarray) and np.may_share_memory(s, t.data) for s in ctx.saved_tensors):
+            by = getattr(_root(t), "_changed_by", None) or "an in-place update"
             raise RuntimeError(
-                f"{ctx.name}.backward needs {what} (shape {t.shape}) as it was in the forward pass, "
-                f"but it was modified in place afterwards (version {version} -> {_root(t)._version}). "
-                "Modify a copy instead, or make the in-place change before using the tensor."
+                f"one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: {ctx.name}.backward needs {what} (shape {t.shape}) as it was in the forward pass, "
+                f"but it was modified in place afterwards, last by {by} (version {version} -> {_root(t)._version}). "
+                "Modify a copy instead (x = x + y, or x.clone()), or make the in-place change before using the tensor."
             )
 
 
 def backward(root, grad=None, retain_graph=False):
-    """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad.
+    """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad."""
+    _walk([root], [_root_grad(root, grad)], retain_graph, _store_grad)
 
-    The walk visits the graph from `root` back to the leaves, each tensor after every op that used
-    it: it takes the tensor's summed gradient, hands it to the backward of the op that made the
-    tensor, and adds what that returns into the sums of the op's inputs."""
-    grads = {id(root): _root_grad(root, grad)}  # id(tensor) -> d(root)/d(tensor) summed so far
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=False, allow_unused=False):
+    """d(outputs)/d(inputs) as a tuple of tensors, one per input, without touching any `.grad`
+    (PyTorch's `torch.autograd.grad`).
+
+    outputs: a tensor or a list of them (their gradients add up); grad_outputs: for each output,
+    the gradient to start from (None: 1, for a one-element output). inputs may be leaves or
+    results of ops. An input the outputs do not depend on raises, or gives None with allow_unused=True.
+    create_graph=True (gradients of gradients) is not supported: the backward runs on numpy arrays."""
+    Tensor = _tensor_module().Tensor
+    if create_graph:
+        raise NotImplementedError("grad: create_graph=True is not supported: minigrad's backward computes on "
+                                  "numpy arrays, outside the graph, so gradients of gradients cannot be taken")
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is None or isinstance(grad_outputs, (Tensor, np.ndarray)):
+        grad_outputs = [grad_outputs] * len(outputs) if grad_outputs is None else [grad_outputs]
+    grad_outputs = list(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs; give one per output")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            what = f"shape {t.shape}" if isinstance(t, Tensor) else type(t).__name__
+            raise RuntimeError(f"grad: input {i} ({what}) does not require grad, so it has no gradient; create it "
+                               "with requires_grad=True")
+    wanted, found = {id(t) for t in inputs}, {}
+
+    def keep(node, g, owned):
+        if g is not None and id(node) in wanted:
+            found[id(node)] = g if owned else g.copy()
+
+    _walk(outputs, [_root_grad(o, g, "grad") for o, g in zip(outputs, grad_outputs)], retain_graph, keep)
+    result = []
+    for i, t in enumerate(inputs):
+        if id(t) not in found and not allow_unused:
+            raise RuntimeError(f"grad: input {i} (shape {t.shape}) was not used to compute the outputs; pass "
+                               "allow_unused=True to get None for it")
+        result.append(Tensor._from_op(found[id(t)], False) if id(t) in found else None)
+    return tuple(result)
+
+
+def _walk(roots, root_grads, retain_graph, keep):
+    """The backward pass, from `roots` (whose gradients are `root_grads`) to the leaves.
+
+    The walk visits the graph back to the leaves, each tensor after every op that used it: it takes
+    the tensor's summed gradient, hands it to `keep(tensor, gradient, owned)` (backward stores it in
+    .grad), and to the backward of the op that made the tensor; it adds what that returns into the
+    sums of the op's inputs."""
+    grads = {}  # id(tensor) -> d(roots)/d(tensor) summed so far
     owned = set()  # ids whose array in `grads` this walk allocated, so it may add into it in place
-    order = _topological_order(root)
+    for root, g in zip(roots, root_grads):
+        if id(root) in grads:
+            grads[id(root)] = grads[id(root)] + g
+            owned.add(id(root))
+        else:
+            grads[id(root)] = g
+    order = _topological_order(roots)
     waiting = _outputs_to_come(order)
     for node in reversed(order):
         g = grads.pop(id(node), None)
-        _store_grad(node, g, id(node) in owned)
+        keep(node, g, id(node) in owned)
         ctx = node._ctx
         output_grads = None if ctx is None else _gather_output_grads(waiting, ctx, node, g)
         if output_grads is None:
@@ -320,7 +399,7 @@ def backward(root, grad=None, retain_graph=False):
         _check_versions(ctx, node)
         input_grads = _call_backward(ctx, output_grads)
         for i, (parent, pg) in enumerate(zip(ctx.inputs, input_grads)):
-            if pg is not None and parent.requires_grad:
+            if pg is not None and ctx.needs_input_grad[i]:
                 _accumulate(grads, owned, parent, pg, ctx, i)
         if not retain_graph:
             _keep_links(ctx)
@@ -339,24 +418,24 @@ def _keep_links(ctx):
         links.append((up, weakref.ref(t), t.data.shape, t.data.dtype))
 
 
-def _root_grad(root, grad):
+def _root_grad(root, grad, op="backward"):
     """The gradient the walk starts from: d(root)/d(root) = 1 for a scalar, else `grad`."""
     if not root.requires_grad:
         raise RuntimeError(
-            "backward: this tensor does not require grad and has no graph "
+            f"{op}: this tensor does not require grad and has no graph "
             "(were its inputs created with requires_grad=True, outside no_grad()?)"
         )
     if grad is None:
         if root.data.size != 1:
             raise RuntimeError(
-                f"backward: grad can be implied only for a scalar output, but the output has shape "
+                f"{op}: grad can be implied only for a scalar output, but the output has shape "
                 f"{root.shape}; pass grad= of that shape, or reduce it first (e.g. loss.sum())"
             )
         grad = np.ones_like(root.data)
     else:
         grad = np.asarray(getattr(grad, "data", grad), dtype=root.dtype)
         if grad.shape != root.shape:
-            raise ValueError(f"backward: grad has shape {grad.shape}, expected the output's shape {root.shape}")
+            raise ValueError(f"{op}: grad has shape {grad.shape}, expected the output's shape {root.shape}")
     if root._ctx is not None and root._ctx.inputs is None:
         raise RuntimeError(_FREED_MESSAGE)
     return grad

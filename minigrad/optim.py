@@ -26,7 +26,7 @@ from . import kernels
 from .tensor import Tensor
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm_",
+    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "clip_grad_norm_",
     "cosine_with_warmup", "noam", "LRScheduler", "LambdaLR", "WarmupCosineLR", "NoamLR",
 ]
 
@@ -223,7 +223,7 @@ class SGD(Optimizer):
                 work = self._work_array(p)
                 np.multiply(g, lr, out=work)                        # θ ← θ − lr·g
                 p.data -= work
-                p._bump()
+                p._bump("SGD.step")
 
 
 class Adam(Optimizer):
@@ -239,6 +239,7 @@ class Adam(Optimizer):
     """
 
     _decoupled = False  # AdamW sets True: decay θ directly instead of adding λθ to g
+    _step_name = "Adam.step"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         name = type(self).__name__
@@ -266,7 +267,7 @@ class Adam(Optimizer):
                 #   θ ← θ − lr·m̂ / (√v̂ + eps)   with m̂ = m / (1 − β1^t), v̂ = v / (1 − β2^t)
                 kernels.adam_update(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"],
                                     lr, beta1, beta2, eps, wd, self._decoupled, state["step"])
-                p._bump()
+                p._bump(self._step_name)
 
 
 class AdamW(Adam):
@@ -280,9 +281,66 @@ class AdamW(Adam):
     """
 
     _decoupled = True
+    _step_name = "AdamW.step"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton's lecture 6e): divide each coordinate's step by a running root mean square
+    of its gradients, as PyTorch's RMSprop.
+
+        g ← g + λθ                                  (if weight_decay λ > 0)
+        v ← α·v + (1 − α)·g²                        (running mean of g², from v = 0)
+        centered:  m ← α·m + (1 − α)·g,  d = √(v − m²) + eps      (variance instead of mean square)
+        otherwise: d = √v + eps
+        momentum μ > 0:  b ← μ·b + g/d,  θ ← θ − lr·b            (from b = 0)
+        otherwise:       θ ← θ − lr·g/d
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False):
+        _check(lr >= 0.0, f"RMSprop: lr must be >= 0, got {lr}")
+        _check(0.0 <= alpha <= 1.0, f"RMSprop: alpha must be in [0, 1], got {alpha}")
+        _check(eps >= 0.0, f"RMSprop: eps must be >= 0, got {eps}")
+        _check(weight_decay >= 0.0, f"RMSprop: weight_decay must be >= 0, got {weight_decay}")
+        _check(momentum >= 0.0, f"RMSprop: momentum must be >= 0, got {momentum}")
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                                      centered=centered))
+
+    def step(self):
+        for group in self.param_groups:
+            lr, alpha, eps, wd, mu = (group[k] for k in ("lr", "alpha", "eps", "weight_decay", "momentum"))
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad if wd == 0 else p.grad + wd * p.data          # g ← g + λθ
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {"step": 0, "square_avg": np.zeros_like(p.data)}
+                state["step"] += 1
+                v = state["square_avg"]
+                v *= alpha                                                # v ← αv + (1 − α)g²
+                v += (1 - alpha) * g * g
+                if group["centered"]:
+                    m = state.get("grad_avg")
+                    if m is None:
+                        m = state["grad_avg"] = np.zeros_like(p.data)
+                    m *= alpha                                            # m ← αm + (1 − α)g
+                    m += (1 - alpha) * g
+                    d = np.sqrt(v - m * m) + eps                          # d = √(v − m²) + eps
+                else:
+                    d = np.sqrt(v) + eps                                  # d = √v + eps
+                if mu > 0:
+                    b = state.get("momentum_buffer")
+                    if b is None:
+                        b = state["momentum_buffer"] = np.zeros_like(p.data)
+                    b *= mu                                               # b ← μb + g/d
+                    b += g / d
+                    p.data -= lr * b                                      # θ ← θ − lr·b
+                else:
+                    p.data -= lr * g / d                                  # θ ← θ − lr·g/d
+                p._bump("RMSprop.step")
 
 
 # ============================================================================ gradient clipping

@@ -6,7 +6,7 @@
     x.grad            # array([[2., 4.]], dtype=float32)
 
 Every method that computes something calls an op from `ops.py` through `Function.apply`. This
-file holds the class itself (attributes, autograd, in-place updates, dtypes, the operators and the
+file holds the class itself (attributes, autograd, in-place updates, dtype and device, the operators and the
 dtype rules for their operands); it inherits the elementwise functions and reductions from
 tensor_math.py, and the shape methods from tensor_shape.py. The functions that make tensors
 (zeros, arange, cat, where, ...) are in creation.py.
@@ -16,6 +16,7 @@ import numbers
 import numpy as np
 
 from . import autograd, ops
+from . import devices
 from .tensor_math import TensorMath
 from .tensor_shape import TensorShape
 
@@ -54,8 +55,8 @@ class Tensor(TensorMath, TensorShape):
     `TensorShape` (tensor_shape.py).
     """
 
-    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_version", "_base", "_retains_grad", "__weakref__",
-                 "__dict__")
+    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_version", "_base", "_retains_grad", "_changed_by",
+                 "__weakref__", "__dict__")
     __array_priority__ = 1000  # numpy_array * tensor calls Tensor.__rmul__
 
     def __init__(self, data, dtype=None, requires_grad=False):
@@ -92,12 +93,22 @@ class Tensor(TensorMath, TensorShape):
     shape = property(lambda self: self.data.shape)
     ndim = property(lambda self: self.data.ndim)
     dtype = property(lambda self: self.data.dtype)
-    size = property(lambda self: self.data.size)
+    size = property(lambda self: Size(self.data.size, self.data.shape),
+                    doc="The number of elements, an int (numpy's x.size); x.size() is the shape, x.size(d) "
+                        "its length along d (PyTorch's)")
     is_leaf = property(lambda self: self._ctx is None)
     grad_fn = property(lambda self: None if self._ctx is None else self._ctx.fn.__name__)
 
     def __len__(self):
         return len(self.data)
+
+    def numel(self):
+        """The number of elements."""
+        return self.data.size
+
+    def dim(self):
+        """The number of dims (x.ndim)."""
+        return self.data.ndim
 
     def numpy(self):
         """The underlying numpy array (shared, not copied)."""
@@ -107,6 +118,17 @@ class Tensor(TensorMath, TensorShape):
         if self.data.size != 1:
             raise ValueError(f"item: only a tensor with one element converts to a Python number, shape is {self.shape}")
         return self.data.item()
+
+    def __float__(self):
+        if self.data.size != 1:
+            raise ValueError(f"float(): only a tensor with one element converts to a Python float, shape is "
+                             f"{self.shape}")
+        return float(self.data.item())
+
+    def __int__(self):
+        if self.data.size != 1:
+            raise ValueError(f"int(): only a tensor with one element converts to a Python int, shape is {self.shape}")
+        return int(self.data.item())
 
     def tolist(self):
         return self.data.tolist()
@@ -149,56 +171,156 @@ class Tensor(TensorMath, TensorShape):
         return self
 
     # ------------------------------------------------------------------ in-place updates
-    def _bump(self):
-        """Count one in-place change of this tensor's values (see autograd._check_versions). The
-        count lives on the tensor that owns the memory, so a view and its base see each other's
-        changes. Optimizer steps, weight init and load_state_dict call this after writing `.data`."""
-        (self if self._base is None else self._base)._version += 1
+    # x += y, x.add_(y), x.copy_(src), x[i] = v, ... write into x's own memory, so every view of x
+    # sees the change. PyTorch's rules, which keep gradients right:
+    #   - a leaf that requires grad (a weight) cannot be changed while gradients are recorded: its
+    #     .grad would belong to values it no longer holds. Update weights inside `no_grad()`, as an
+    #     optimizer does: `with no_grad(): w -= lr * w.grad` leaves w a leaf that requires grad;
+    #   - on a tensor inside the graph (the result of an op), the update is recorded as an op: x's
+    #     history becomes "the op applied to x as it was";
+    #   - every change counts one version (`_bump`); a backward that needs values saved before the
+    #     change refuses to run (autograd._check_versions).
+    def _bump(self, by="an in-place update"):
+        """Count one in-place change of this tensor's values, and what made it. The count lives on
+        the tensor that owns the memory, so a view and its base see each other's changes. Optimizer
+        steps, weight init and load_state_dict call this after writing `.data`."""
+        root = self if self._base is None else self._base
+        root._version += 1
+        root._changed_by = by
 
-    def _inplace(self, op):
-        """Before the in-place method `op` changes this tensor: refuse a leaf that requires grad
-        while gradients are recorded (its graph would silently go wrong), then count the change."""
-        if self.requires_grad and self._ctx is None and autograd.is_grad_enabled():
+    def _update(self, op, compute, *operands):
+        """The in-place op `op`: write `compute(self, *operands)`, its out-of-place result, into this
+        tensor's memory, following the rules above."""
+        if autograd.is_grad_enabled() and (self._requires_grad or any(
+                isinstance(o, Tensor) and o._requires_grad for o in operands)):
+            if self._ctx is None and self._requires_grad:
+                raise RuntimeError(
+                    f"{op}: a leaf tensor that requires grad is being used in an in-place operation while "
+                    "gradients are recorded (its .grad would belong to values it no longer holds). Update it "
+                    "inside `with minigrad.no_grad():`, as an optimizer step does, or change `.data` instead"
+                )
+            return self._update_in_graph(op, compute, operands)
+        self._write(op, compute(self, *operands))
+        self._bump(op)
+        return self
+
+    def _update_in_graph(self, op, compute, operands):
+        """`_update` for a tensor in the graph: the update becomes an op whose input is this tensor as
+        it was (`previous`, which takes over its history), and this tensor becomes its output."""
+        if self._base is not None:
             raise RuntimeError(
-                f"{op}: a leaf tensor that requires grad cannot be changed in place while gradients are "
-                "recorded; wrap the update in `with minigrad.no_grad():`"
+                f"{op}: this tensor shares memory with another one (it is a view or a slice of it, or was "
+                "made by detach()), so changing it in place inside the graph would change the other tensor "
+                "behind its gradient's back. Use the out-of-place form (x = x + y), clone() it first, or "
+                "make the change inside `minigrad.no_grad()` if no gradient should flow through it"
             )
-        self._bump()
+        if self._ctx is not None and self._ctx.outputs is not None:
+            raise RuntimeError(f"{op}: this tensor is one of several outputs of {self._ctx.name}; it cannot be "
+                               "changed in place inside the graph. Use the out-of-place form, or clone() it first")
+        previous = Tensor._from_op(self.data, self._requires_grad)
+        previous._ctx, previous._base = self._ctx, self
+        new = compute(Clone.apply(previous), *operands)  # (what the op saves: a copy the write cannot reach)
+        self._write(op, new)
+        self._bump(op)
+        ctx = new._ctx
+        ctx.output_version, ctx.inplace = self._version, op
+        self._ctx, self._requires_grad = ctx, True
+        return self
+
+    def _write(self, op, new):
+        if new.shape != self.shape:
+            raise ValueError(f"{op}: the result has shape {new.shape}, but this tensor has shape {self.shape}; an "
+                             "in-place op cannot change a tensor's shape")
+        if new.dtype != self.dtype:
+            raise TypeError(f"{op}: the result is {new.dtype}, but this tensor is {self.dtype}; an in-place op "
+                            f"keeps the tensor's dtype (convert first: x = x.to({str(new.dtype)!r}))")
+        if not self.data.flags.writeable:
+            raise RuntimeError(f"{op}: this tensor's memory is read-only (an expand() or broadcast_to() view, "
+                               "where many elements share one number); clone() it first")
+        self.data[...] = new.data
+
+    def add_(self, other, alpha=1):
+        """self += alpha * other"""
+        return self._update("add_", lambda x, y: ops.Add.apply(*_operands(x, _scaled(y, alpha), "add_")), other)
+
+    def sub_(self, other, alpha=1):
+        """self -= alpha * other"""
+        return self._update("sub_", lambda x, y: ops.Sub.apply(*_operands(x, _scaled(y, alpha), "sub_")), other)
+
+    def mul_(self, other):
+        return self._update("mul_", lambda x, y: ops.Mul.apply(*_operands(x, y, "mul_")), other)
+
+    def div_(self, other):
+        return self._update("div_", lambda x, y: ops.Div.apply(*_operands(x, y, "div_")), other)
+
+    def clamp_(self, min=None, max=None):
+        return self._update("clamp_", lambda x: x.clip(min, max))
+
+    def copy_(self, src, non_blocking=False):
+        """Copy `src`'s values (broadcast to this shape, cast to this dtype) into this tensor."""
+        return self._update("copy_", Copy.apply, src)
+
+    def fill_(self, value):
+        return self._update("fill_", Copy.apply, value)
+
+    def zero_(self):
+        return self._update("zero_", Copy.apply, 0)
 
     def assign(self, values):
-        """Replace the values in place (same shape and dtype): `p.assign(new)`. Counts as a change
-        for autograd's check that saved tensors were not modified."""
+        """Replace the values in place, with values of the same shape: `p.assign(new)` (copy_ also
+        broadcasts, and is differentiable in `src`)."""
         values = np.asarray(getattr(values, "data", values))
         if values.shape != self.shape:
             raise ValueError(f"assign: got shape {values.shape}, expected {self.shape}")
-        self._inplace("assign")
-        self.data[...] = values
+        return self._update("assign", Copy.apply, values)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    def __setitem__(self, index, value):
+        """x[index] = value, in place (value broadcast to the selected shape), with the rules above."""
+        index = _index_items(index)
+        return self._update("__setitem__", lambda x, v: SetItem.apply(x, v, index=index), value)
+
+    def clone(self):
+        """A copy of the values in new memory, still in the graph (its gradient flows back to this tensor)."""
+        return Clone.apply(self)
+
+    # ------------------------------------------------------------------ dtype and device
+    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
+        """This tensor in another dtype (a new tensor, in the graph), as PyTorch's `to`: `x.to(dtype)`,
+        `x.to(device)`, `x.to("cpu", dtype)`, `x.to(other_tensor)`. The only device is the CPU, so a
+        device changes nothing (another one is refused). Returns self if nothing changes (a clone
+        with copy=True)."""
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype = arg.dtype
+            elif devices.is_device(arg):
+                device = arg
+            else:
+                dtype = arg
+        devices.check_device(device, "to")
+        if dtype is None or np.dtype(dtype) == self.dtype:
+            return self.clone() if copy else self
+        return ops.Cast.apply(self, dtype=np.dtype(dtype))
+
+    device = property(lambda self: devices.CPU, doc="Where the values are: always the CPU.")
+    is_cuda = False
+
+    def cpu(self):
         return self
 
-    def zero_(self):
-        self._inplace("zero_")
-        self.data[...] = 0
-        return self
-
-    def fill_(self, value):
-        self._inplace("fill_")
-        self.data[...] = value
-        return self
-
-    def add_(self, other, alpha=1.0):
-        self._inplace("add_")
-        self.data += alpha * np.asarray(getattr(other, "data", other), dtype=self.dtype)
-        return self
-
-    def mul_(self, other):
-        self._inplace("mul_")
-        self.data *= np.asarray(getattr(other, "data", other), dtype=self.dtype)
-        return self
-
-    # ------------------------------------------------------------------ dtype
-    def to(self, dtype):
-        dtype = np.dtype(dtype)
-        return self if dtype == self.dtype else ops.Cast.apply(self, dtype=dtype)
+    def cuda(self, device=None):
+        devices.check_device("cuda", "cuda")
 
     def float(self):
         return self.to(np.float32)
@@ -297,6 +419,8 @@ class Tensor(TensorMath, TensorShape):
     def clip(self, min=None, max=None):
         return ops.Clip.apply(_meeting_number(_meeting_number(self, min), max), low=min, high=max)
 
+    clamp = clip
+
     # ------------------------------------------------------------------ indexing (other shape methods: tensor_shape.py)
     def __getitem__(self, index):
         return ops.GetItem.apply(self, index=_index_items(index))
@@ -329,6 +453,21 @@ class Tensor(TensorMath, TensorShape):
 
     def all(self):
         return bool(self.data.all())
+
+
+class Size(int):
+    """`x.size`: the number of elements, an int as in numpy; calling it gives PyTorch's `x.size()`,
+    the shape, or `x.size(d)`, the length along dim d."""
+
+    def __new__(cls, n, shape):
+        size = super().__new__(cls, n)
+        size.shape = shape
+        return size
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self.shape[ops._axis(dim, len(self.shape), "size", self.shape)]
 
 
 # ---------------------------------------------------------------------- operands of binary ops
@@ -372,6 +511,73 @@ def _constant_like(x, other):
     if isinstance(x, (numbers.Number, np.generic)) and isinstance(other, Tensor) and other.data.dtype.kind == "f":
         return Tensor._from_op(np.asarray(x, dtype=other.data.dtype), False)
     return Tensor(x)
+
+
+def _scaled(x, alpha):
+    """alpha * x for add_ and sub_ (x itself if alpha is 1)."""
+    if alpha == 1:
+        return x
+    return (x if isinstance(x, (Tensor, np.ndarray, numbers.Number)) else Tensor(x)) * alpha
+
+
+# ---------------------------------------------------------------------- ops of the in-place updates
+class Clone(autograd.Function):
+    """x.clone(): the same values in new memory."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return a.copy()
+
+    rule = "the values are unchanged, so is their gradient: da = g"
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Copy(autograd.Function):
+    """copy_, fill_, zero_, assign: a tensor shaped and typed like `dst`, holding `src` (broadcast)."""
+
+    @staticmethod
+    def forward(ctx, dst, src):
+        out = np.empty_like(dst)
+        try:
+            out[...] = src
+        except ValueError:
+            raise ValueError(f"copy_: a source of shape {src.shape} does not broadcast to the tensor's shape "
+                             f"{dst.shape}") from None
+        return out
+
+    rule = "dst's old values are overwritten: d dst = 0; each element is a copy of src: d src = g"
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, g  # (the walk sums g over the copies of a broadcast src)
+
+
+class SetItem(autograd.Function):
+    """x[index] = v: x's values, with v (broadcast) at `index`."""
+
+    @staticmethod
+    def forward(ctx, a, v, index):
+        out = a.copy()
+        try:
+            out[index] = v
+        except ValueError:
+            raise ValueError(f"__setitem__: a value of shape {v.shape} does not broadcast to the selected shape "
+                             f"{a[index].shape} (tensor of shape {a.shape})") from None
+        ctx.index = index
+        return out
+
+    rule = "the elements at index are overwritten: da = g with 0 at index; each v lands at index: dv = g[index]"
+
+    @staticmethod
+    def backward(ctx, g):
+        da = None
+        if ctx.needs_input_grad[0]:
+            da = g.copy()
+            da[ctx.index] = 0
+        return da, (g[ctx.index] if ctx.needs_input_grad[1] else None)
 
 
 # ---------------------------------------------------------------------- indexing

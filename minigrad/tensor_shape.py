@@ -9,10 +9,12 @@ import numpy as np
 
 from . import ops
 from .ops import _axis
+from .tensor_math import _pytorch_names
 
 
 class TensorShape:
-    """Shape and layout methods of a Tensor (see tensor.py for the class itself)."""
+    """Shape and layout methods of a Tensor (see tensor.py for the class itself). An axis argument
+    has numpy's name, axis=, or PyTorch's, dim=."""
 
     __slots__ = ()  # (Tensor declares the slots)
 
@@ -35,8 +37,9 @@ class TensorShape:
             raise ValueError(f"permute: got {len(axes)} axes {axes} for a tensor of shape {self.shape}")
         return ops.Permute.apply(self, axes=axes)
 
-    def transpose(self, axis0=-2, axis1=-1):
+    def transpose(self, axis0=-2, axis1=-1, *, dim0=None, dim1=None):
         """Swap two axes (the last two by default)."""
+        axis0, axis1 = (axis0 if dim0 is None else dim0), (axis1 if dim1 is None else dim1)
         if self.ndim < 2:
             return self
         axis0, axis1 = (_axis(a, self.ndim, "transpose", self.shape) for a in (axis0, axis1))
@@ -54,11 +57,15 @@ class TensorShape:
         ops that follow from reading scattered memory, or from copying it again each time."""
         return self if self.data.flags.c_contiguous else ops.Contiguous.apply(self)
 
-    def unsqueeze(self, axis):
+    def unsqueeze(self, axis=None, *, dim=None):
+        axis = _pytorch_names("unsqueeze", axis, False, dim, None)[0]
+        if axis is None:
+            raise TypeError("unsqueeze: missing the position (axis or dim) of the new axis")
         axis = _axis(axis, self.ndim + 1, "unsqueeze", self.shape)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
-    def squeeze(self, axis=None):
+    def squeeze(self, axis=None, *, dim=None):
+        axis = _pytorch_names("squeeze", axis, False, dim, None)[0]
         if axis is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
         axes = {_axis(a, self.ndim, "squeeze", self.shape)
@@ -75,9 +82,11 @@ class TensorShape:
     def broadcast_to(self, shape):
         return self.expand(tuple(shape))
 
-    def split(self, split_size_or_sections, axis=0):
-        """Pieces of `split_size` along `axis` (the last may be smaller), or of the listed sizes."""
-        axis = _axis(axis, self.ndim, "split", self.shape)
+    def split(self, split_size_or_sections, axis=None, *, dim=None):
+        """Pieces of `split_size` along `axis` (0 by default; the last piece may be smaller), or of the
+        listed sizes."""
+        axis = _pytorch_names("split", axis, False, dim, None)[0]
+        axis = _axis(0 if axis is None else axis, self.ndim, "split", self.shape)
         n = self.shape[axis]
         if isinstance(split_size_or_sections, numbers.Integral):
             size = int(split_size_or_sections)
@@ -94,13 +103,16 @@ class TensorShape:
             return ()
         return ops.Split.apply(self, sizes=sizes, axis=axis)
 
-    def unbind(self, axis=0):
-        """The slices along `axis`, each without that axis: x.unbind(0) is (x[0], x[1], ...)."""
-        axis = _axis(axis, self.ndim, "unbind", self.shape)
+    def unbind(self, axis=None, *, dim=None):
+        """The slices along `axis` (0 by default), each without that axis: x.unbind(0) is (x[0], x[1], ...)."""
+        axis = _pytorch_names("unbind", axis, False, dim, None)[0]
+        axis = _axis(0 if axis is None else axis, self.ndim, "unbind", self.shape)
         return ops.Unbind.apply(self, axis=axis)
 
-    def chunk(self, chunks, axis=0):
-        """`chunks` pieces of (nearly) equal size along `axis`."""
+    def chunk(self, chunks, axis=None, *, dim=None):
+        """`chunks` pieces of (nearly) equal size along `axis` (0 by default)."""
+        axis = _pytorch_names("chunk", axis, False, dim, None)[0]
+        axis = 0 if axis is None else axis
         if not isinstance(chunks, numbers.Integral) or chunks <= 0:
             raise ValueError(f"chunk: the number of chunks must be a positive integer, got {chunks}")
         axis = _axis(axis, self.ndim, "chunk", self.shape)

@@ -1,12 +1,13 @@
 """minigrad.nn: modules, layers, losses and initialisation, with PyTorch's names."""
 from . import functional, init
 from .layers import (
-    ELU, GELU, Dropout, Embedding, Identity, LayerNorm, LeakyReLU, Linear, ReLU, Sigmoid, SiLU, Softplus, Tanh,
+    ELU, GELU, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear, MSELoss, ReLU,
+    Sigmoid, SiLU, Softplus, Tanh,
 )
-from .module import Module, ModuleList, Parameter, Sequential
+from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, Summary, summary
 
 __all__ = [
-    "functional", "init", "Module", "ModuleList", "Sequential", "Parameter",
-    "Linear", "LayerNorm", "Embedding", "Dropout", "ReLU", "GELU", "Tanh", "Sigmoid", "Identity",
-    "SiLU", "LeakyReLU", "Softplus", "ELU",
+    "functional", "init", "Module", "ModuleList", "ModuleDict", "Sequential", "Parameter", "summary", "Summary",
+    "Linear", "LayerNorm", "Embedding", "Dropout", "Flatten", "ReLU", "GELU", "Tanh", "Sigmoid", "Identity",
+    "SiLU", "LeakyReLU", "Softplus", "ELU", "MSELoss", "CrossEntropyLoss",
 ]

@@ -1,6 +1,7 @@
 """Stateless layer functions: the math of each layer, without its parameters.
 
-Shapes use B = batch, T = sequence length, C or D = features, V = classes (vocabulary)."""
+Shapes use B = batch, T = sequence length, C or D = features, V = classes (vocabulary). Inputs may
+be Tensors, numpy arrays or Python lists."""
 import numbers
 
 import numpy as np
@@ -12,6 +13,8 @@ from ..tensor import Tensor
 
 def linear(x, weight, bias=None):
     """x (..., in) @ weight (out, in)^T + bias (out,) -> (..., out)."""
+    if not isinstance(x, Tensor):  # a list in the weight's dtype; a numpy array keeps its own
+        x = Tensor(x, dtype=None if isinstance(x, np.ndarray) else weight.dtype)
     if x.ndim == 0:
         raise ValueError(f"linear: the input must have a feature axis (..., {weight.shape[1]}), got shape ()")
     if x.dtype != weight.dtype:
@@ -23,6 +26,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalize over the trailing `normalized_shape` axes to mean 0 and variance 1, then scale by
     `weight` and shift by `bias` (both shaped `normalized_shape`; default 1 and 0)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else tuple(normalized_shape)
+    x = as_tensor(x)
     if x.shape[x.ndim - len(shape):] != shape:
         raise ValueError(f"layer_norm: input of shape {x.shape} does not end with normalized_shape {shape}")
     d = int(np.prod(shape))
@@ -35,27 +39,27 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def gelu(x, approximate="none"):
-    return x.gelu(approximate)
+    return as_tensor(x).gelu(approximate)
 
 
 def relu(x):
-    return x.relu()
+    return as_tensor(x).relu()
 
 
 def silu(x):
-    return x.silu()
+    return as_tensor(x).silu()
 
 
 def leaky_relu(x, negative_slope=0.01):
-    return x.leaky_relu(negative_slope)
+    return as_tensor(x).leaky_relu(negative_slope)
 
 
 def softplus(x, beta=1.0, threshold=20.0):
-    return x.softplus(beta, threshold)
+    return as_tensor(x).softplus(beta, threshold)
 
 
 def elu(x, alpha=1.0):
-    return x.elu(alpha)
+    return as_tensor(x).elu(alpha)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -74,24 +78,41 @@ def one_hot(tensor, num_classes=-1):
     return Tensor(np.arange(num_classes) == ids[..., None], dtype=np.int64)
 
 
-def softmax(x, axis=-1):
-    return x.softmax(axis)
+def softmax(x, axis=None, *, dim=None):
+    return as_tensor(x).softmax(axis, dim=dim)
 
 
-def log_softmax(x, axis=-1):
-    return x.log_softmax(axis)
+def log_softmax(x, axis=None, *, dim=None):
+    return as_tensor(x).log_softmax(axis, dim=dim)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
+def scaled_dot_product_attention(q, k, v, mask=None, scale=None, *, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False):
     """softmax(scale * q k^T, with blocked keys at -inf) v, in one fused op.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v), leading axes
-    broadcast; scale defaults to 1 / sqrt(d_k). mask: bool, broadcastable to (..., T_q, T_k), True
-    where query i may attend to key j; a query with no allowed key gets a zero output.
+    broadcast; scale defaults to 1 / sqrt(d_k). mask (or PyTorch's name attn_mask): bool,
+    broadcastable to (..., T_q, T_k), True where query i may attend to key j; a query with no
+    allowed key gets a zero output. is_causal=True: query i attends to keys 0..i (the mask
+    tril(ones(T_q, T_k)), as PyTorch). dropout_p must be 0 (no attention dropout here).
     transformer/attention.py builds the same thing from matmul and softmax, step by step, and also
     returns the attention weights; this op keeps them to itself and is faster."""
+    if attn_mask is not None:
+        if mask is not None:
+            raise TypeError("scaled_dot_product_attention: got both mask= and attn_mask=, which are the same "
+                            "argument; pass one")
+        mask = attn_mask
+    if dropout_p:
+        raise NotImplementedError(f"scaled_dot_product_attention: dropout_p={dropout_p} is not supported; apply "
+                                  "dropout to the output instead, or pass dropout_p=0")
     if mask is not None:
         mask = np.asarray(getattr(mask, "data", mask))
+    if is_causal:
+        if mask is not None:
+            raise ValueError("scaled_dot_product_attention: give a mask or is_causal=True, not both "
+                             "(as PyTorch); for a causal mask with more blocked keys, pass the combined mask")
+        q_len, k_len = np.shape(q)[-2], np.shape(k)[-2]
+        mask = np.tril(np.ones((q_len, k_len), dtype=bool))
     return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=scale)
 
 
@@ -109,6 +130,7 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     uniform distribution too), and "mean" divides by the number of rows."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    logits = as_tensor(logits)
     kind = (targets.dtype if hasattr(targets, "dtype") else np.asarray(targets).dtype).kind
     if kind == "f" and np.shape(targets) == logits.shape:  # class probabilities
         return _soft_cross_entropy(logits, targets, label_smoothing, reduction)
@@ -120,7 +142,8 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
 
 def mse_loss(input, target, reduction="mean"):
     """Mean squared error: mean((input - target)^2) ('sum' and 'none' too)."""
-    target = as_tensor(target, dtype=input.dtype)
+    input = as_tensor(input)
+    target = as_tensor(target, dtype=input.dtype) if not isinstance(target, Tensor) else target
     if input.shape != target.shape:
         raise ValueError(f"mse_loss: input {input.shape} and target {target.shape} must have the same shape")
     squared = (input - target) ** 2

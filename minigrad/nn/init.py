@@ -8,28 +8,28 @@ import numpy as np
 from ..random import generator
 
 
-def _fill(tensor, values):
+def _fill(tensor, values, by):
     tensor.data[...] = values
-    tensor._bump()
+    tensor._bump(by)
     return tensor
 
 
 def normal_(tensor, mean=0.0, std=1.0):
     """Samples from N(mean, std^2)."""
-    return _fill(tensor, generator().normal(mean, std, tensor.shape))
+    return _fill(tensor, generator().normal(mean, std, tensor.shape), "init.normal_")
 
 
 def uniform_(tensor, a=0.0, b=1.0):
     """Samples from U(a, b)."""
-    return _fill(tensor, generator().uniform(a, b, tensor.shape))
+    return _fill(tensor, generator().uniform(a, b, tensor.shape), "init.uniform_")
 
 
 def zeros_(tensor):
-    return _fill(tensor, 0.0)
+    return _fill(tensor, 0.0, "init.zeros_")
 
 
 def ones_(tensor):
-    return _fill(tensor, 1.0)
+    return _fill(tensor, 1.0, "init.ones_")
 
 
 def xavier_uniform_(tensor, gain=1.0):

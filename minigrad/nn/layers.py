@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from .. import devices
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -14,8 +15,10 @@ class Linear(Module):
     weight (out_features, in_features) and bias (out_features,) start from
     U(-1/sqrt(in_features), 1/sqrt(in_features)), PyTorch's default."""
 
-    def __init__(self, in_features, out_features, bias=True, dtype=np.float32):
+    def __init__(self, in_features, out_features, bias=True, dtype=np.float32, device=None):
         super().__init__()
+        devices.check_device(device, "Linear")
+        dtype = np.float32 if dtype is None else dtype
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = init.uniform_(Parameter(np.empty((out_features, in_features), dtype=dtype)), -bound, bound)
@@ -32,8 +35,10 @@ class LayerNorm(Module):
     """Normalize each vector over its last axes, then y = xhat * weight + bias.
     weight starts at 1, bias at 0."""
 
-    def __init__(self, normalized_shape, eps=1e-5, dtype=np.float32):
+    def __init__(self, normalized_shape, eps=1e-5, dtype=np.float32, device=None):
         super().__init__()
+        devices.check_device(device, "LayerNorm")
+        dtype = np.float32 if dtype is None else dtype
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
@@ -50,8 +55,10 @@ class Embedding(Module):
     """A table of `num_embeddings` vectors of size `embedding_dim`; ids (...) -> (..., dim).
     weight starts from N(0, 1), PyTorch's default."""
 
-    def __init__(self, num_embeddings, embedding_dim, dtype=np.float32):
+    def __init__(self, num_embeddings, embedding_dim, dtype=np.float32, device=None):
         super().__init__()
+        devices.check_device(device, "Embedding")
+        dtype = np.float32 if dtype is None else dtype
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.weight = init.normal_(Parameter(np.empty((num_embeddings, embedding_dim), dtype=dtype)))
 
@@ -146,3 +153,52 @@ class Sigmoid(Module):
 class Identity(Module):
     def forward(self, x):
         return x
+
+
+class Flatten(Module):
+    """Flatten dims start_dim..end_dim into one: (N, C, H, W) -> (N, C*H*W) with the defaults
+    (start_dim=1: the batch axis stays)."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return F.as_tensor(x).flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+# ---------------------------------------------------------------------- losses as modules
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"{type(self).__name__}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        self.reduction = reduction
+
+    def extra_repr(self):
+        return f"reduction={self.reduction!r}"
+
+
+class MSELoss(_Loss):
+    """(input - target)^2, averaged ('mean'), summed ('sum') or per element ('none')."""
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    """F.cross_entropy as a module: logits (..., C) with the class axis last (for (N, C) logits,
+    PyTorch's layout too), targets as class ids (...) or probabilities (..., C)."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(reduction)
+        if weight is not None:
+            raise NotImplementedError("CrossEntropyLoss: per-class weights (weight=) are not supported")
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+                               reduction=self.reduction)

@@ -13,6 +13,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from .. import devices
 from ..tensor import Tensor
 
 
@@ -108,7 +109,21 @@ class Module:
 
     def num_parameters(self):
         """How many numbers the model trains (shared parameters counted once)."""
-        return sum(p.size for p in self.parameters())
+        return sum(p.numel() for p in self.parameters())
+
+    def apply(self, fn):
+        """Call fn(module) on every sub-module, then on this one (as PyTorch: for custom init,
+        `model.apply(init_weights)`); returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad of every parameter (False freezes them); returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
 
     # ------------------------------------------------------------------ modes and dtype
     def train(self, mode=True):
@@ -123,9 +138,18 @@ class Module:
         for p in self.parameters():
             p.grad = None
 
-    def to(self, dtype):
+    def to(self, *args, dtype=None, device=None, non_blocking=False):
         """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
-        objects stay the same, so an optimizer that holds them keeps working)."""
+        objects stay the same, so an optimizer that holds them keeps working). Takes PyTorch's forms
+        too: `model.to(device)`, `model.to("cpu", dtype)`; the only device is the CPU."""
+        for arg in args:
+            if devices.is_device(arg):
+                device = arg
+            else:
+                dtype = arg
+        devices.check_device(device, f"{type(self).__name__}.to")
+        if dtype is None:
+            return self
         dtype = np.dtype(dtype)
         if dtype.kind != "f":
             raise TypeError(f"{type(self).__name__}.to: parameters must stay floating point, got {dtype}")
@@ -140,6 +164,12 @@ class Module:
 
     def double(self):
         return self.to(np.float64)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        devices.check_device("cuda", f"{type(self).__name__}.cuda")
 
     def float(self):
         return self.to(np.float32)
@@ -172,7 +202,7 @@ class Module:
         for k, t in own.items():
             if k in state_dict:
                 t.data = np.array(getattr(state_dict[k], "data", state_dict[k]), dtype=t.dtype)
-                t._bump()
+                t._bump("load_state_dict")
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ printing
@@ -207,6 +237,60 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
 
+class ModuleDict(Module):
+    """A dict of modules whose parameters are registered, under their keys:
+    ModuleDict({"encoder": Linear(4, 8), "head": Linear(8, 2)})["head"]."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __setitem__(self, key, module):
+        if not isinstance(key, str) or not key or "." in key:
+            raise KeyError(f"ModuleDict: a key must be a non-empty string without '.', got {key!r}")
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: {key!r} must be a Module, got {type(module).__name__}")
+        self._modules[key] = module  # (not an attribute: a key such as "train" must not hide a method)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __getattr__(self, name):  # (only for names that are not attributes: md.head is md["head"])
+        modules = self.__dict__.get("_modules", {})
+        if name in modules:
+            return modules[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute or key {name!r}")
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def update(self, modules):
+        for key, module in (modules.items() if hasattr(modules, "items") else modules):
+            self[key] = module
+
+    def pop(self, key):
+        return self._modules.pop(key)
+
+
 class Sequential(ModuleList):
     """Modules applied one after another: Sequential(Linear(2, 8), ReLU(), Linear(8, 1))."""
 
@@ -217,3 +301,34 @@ class Sequential(ModuleList):
         for m in self._modules.values():
             x = m(x)
         return x
+
+
+class Summary:
+    """What `summary(model)` returns: `rows` (dotted name, shape, count) per parameter, `total` and
+    `trainable` counts; printed, a table."""
+
+    def __init__(self, model):
+        self.name = type(model).__name__
+        self.rows = [(name, tuple(p.shape), p.numel()) for name, p in model.named_parameters()]
+        self.total = sum(count for _, _, count in self.rows)
+        self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    def __str__(self):
+        header = ("parameter", "shape", "count")
+        body = [(name, str(shape), f"{count:,}") for name, shape, count in self.rows]
+        widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(header)]
+        line = lambda r: f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}"  # noqa: E731
+        rule = "-" * len(line(header))
+        lines = [self.name, line(header), rule] + [line(r) for r in body] + [rule]
+        lines.append(f"total: {self.total:,} parameters ({self.trainable:,} trainable)")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def summary(model):
+    """A table of `model`'s parameters: dotted name, shape, number of values, and the total (a
+    parameter shared by two modules counts once). `print(summary(model))`."""
+    if not isinstance(model, Module):
+        raise TypeError(f"summary: expected a Module, got {type(model).__name__}")
+    return Summary(model)
