@@ -252,7 +252,8 @@ def test_zero_grad_sets_none():
     assert a.grad is None and b.grad is None
 
 
-@pytest.mark.parametrize("make", [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: optim.AdamW(ps)])
+@pytest.mark.parametrize("make", [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: optim.AdamW(ps),
+                                  lambda ps: optim.RMSprop(ps, momentum=0.9, centered=True)])
 def test_params_without_grad_are_skipped(make):
     a, b = param(P0), param(P0)
     opt = make([a, b])
@@ -262,11 +263,63 @@ def test_params_without_grad_are_skipped(make):
     assert a._version == 1
 
 
+# ---------------------------------------------------------------------------- RMSprop
+def test_rmsprop_worked_example():
+    """p = (1, -2), lr = 0.1, alpha = 0.9, eps = 0; gradients (0.5, -1) then (0.5, 0).
+    Step 1: v = 0.1 g², so g / √v = sign(g) / √0.1: each coordinate moves lr / √0.1 = 0.316227766.
+    Step 2: v = 0.9 (0.025, 0.1) + 0.1 (0.25, 0) = (0.0475, 0.09); the first coordinate moves
+    0.1 · 0.5 / √0.0475 = 0.229415734, the second (gradient 0) not at all."""
+    p = param([1.0, -2.0])
+    run(optim.RMSprop([p], lr=0.1, alpha=0.9, eps=0.0), [p], [[[0.5, -1.0]]])
+    np.testing.assert_allclose(p.data, [0.683772234, -1.683772234], rtol=1e-9)
+    p = param([1.0, -2.0])
+    run(optim.RMSprop([p], lr=0.1, alpha=0.9, eps=0.0), [p], [[[0.5, -1.0]], [[0.5, 0.0]]])
+    np.testing.assert_allclose(p.data, [0.683772234 - 0.229415734, -1.683772234], rtol=1e-8)
+
+
+def test_rmsprop_centered_and_momentum_worked_example():
+    """centered, step 1: m = 0.1 g = (0.05, -0.1), v − m² = (0.025 − 0.0025, 0.1 − 0.01) =
+    (0.0225, 0.09), so d = (0.15, 0.3) and each coordinate moves 0.1 · 0.5 / 0.15 = 1/3.
+    momentum 0.5, step 2 (gradients as in the plain example): b = 0.5 · 3.16227766 + 2.29415734 =
+    3.87529617 and 0.5 · (−3.16227766) + 0 = −1.58113883; p moves −lr · b."""
+    p = param([1.0, -2.0])
+    run(optim.RMSprop([p], lr=0.1, alpha=0.9, eps=0.0, centered=True), [p], [[[0.5, -1.0]]])
+    np.testing.assert_allclose(p.data, [1.0 - 1.0 / 3.0, -2.0 + 1.0 / 3.0], rtol=1e-12)
+    p = param([1.0, -2.0])
+    run(optim.RMSprop([p], lr=0.1, alpha=0.9, eps=0.0, momentum=0.5), [p], [[[0.5, -1.0]], [[0.5, 0.0]]])
+    np.testing.assert_allclose(p.data, [0.683772234 - 0.387529617, -1.683772234 + 0.158113883], rtol=1e-8)
+
+
+@pytest.mark.parametrize("options", [{}, {"weight_decay": 0.1}, {"momentum": 0.9}, {"centered": True},
+                                     {"alpha": 0.5, "eps": 1e-3, "weight_decay": 0.05, "momentum": 0.7,
+                                      "centered": True}], ids=["plain", "wd", "momentum", "centered", "all"])
+def test_rmsprop_matches_torch(options):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    start = rng.standard_normal((4, 3))
+    grads = [rng.standard_normal((4, 3)) for _ in range(6)]
+    p = param(start)
+    t = torch.tensor(start, requires_grad=True)
+    mine, theirs = optim.RMSprop([p], lr=0.01, **options), torch.optim.RMSprop([t], lr=0.01, **options)
+    for g in grads:
+        p.grad, t.grad = g.copy(), torch.tensor(g)
+        mine.step()
+        theirs.step()
+        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_rmsprop_rejects_bad_arguments():
+    for bad in ({"lr": -1}, {"alpha": 1.5}, {"eps": -1}, {"weight_decay": -1}, {"momentum": -0.1}):
+        with pytest.raises(ValueError, match=f"RMSprop: {next(iter(bad))}"):
+            optim.RMSprop([param(P0)], **bad)
+
+
 # ---------------------------------------------------------------------------- state dicts
 OPTIMIZERS = {
     "sgd": lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01),
     "adam": lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.01),
     "adamw": lambda ps: optim.AdamW([{"params": ps[:1]}, {"params": ps[1:], "weight_decay": 0.0}], lr=0.01),
+    "rmsprop": lambda ps: optim.RMSprop(ps, lr=0.01, momentum=0.9, centered=True, weight_decay=0.01),
 }
 
 
