@@ -53,7 +53,8 @@ def matmul(a, b):
 
 def cat(tensors, axis=None, *, dim=None):
     """Join tensors along an existing axis (axis= or dim=, 0 by default)."""
-    axis = _pytorch_names("cat", axis, False, dim, None)[0]
+    if dim is not None:
+        axis = _pytorch_names("cat", axis, False, dim, None)[0]
     tensors = [as_tensor(t) for t in tensors]
     if not tensors:
         raise ValueError("cat: needs at least one tensor")
@@ -62,7 +63,8 @@ def cat(tensors, axis=None, *, dim=None):
 
 def stack(tensors, axis=None, *, dim=None):
     """Join equal-shaped tensors along a new axis (axis= or dim=, 0 by default)."""
-    axis = _pytorch_names("stack", axis, False, dim, None)[0]
+    if dim is not None:
+        axis = _pytorch_names("stack", axis, False, dim, None)[0]
     tensors = [as_tensor(t) for t in tensors]
     if not tensors:
         raise ValueError("stack: needs at least one tensor")

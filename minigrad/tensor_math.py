@@ -220,7 +220,8 @@ class TensorMath:
         """softmax along `axis` (or dim=; the last axis if neither is given). With `scale` and/or a
         bool `mask` (over the last axis only): softmax(scale * x) counting only the entries where mask
         is True, in one fused op; a row with nothing allowed gives zeros."""
-        axis = _pytorch_names("softmax", axis, False, dim, None)[0]
+        if dim is not None:
+            axis = _pytorch_names("softmax", axis, False, dim, None)[0]
         axis = _axis(-1 if axis is None else axis, self.ndim, "softmax", self.shape)
         if scale is None and mask is None:
             return ops.Softmax.apply(self, axis=axis)
@@ -234,7 +235,8 @@ class TensorMath:
 
     def log_softmax(self, axis=None, *, dim=None):
         """log(softmax(x)) along `axis` (or dim=; the last axis if neither is given), computed stably."""
-        axis = _pytorch_names("log_softmax", axis, False, dim, None)[0]
+        if dim is not None:
+            axis = _pytorch_names("log_softmax", axis, False, dim, None)[0]
         return ops.LogSoftmax.apply(self, axis=_axis(-1 if axis is None else axis, self.ndim, "log_softmax",
                                                      self.shape))
 

@@ -58,14 +58,16 @@ class TensorShape:
         return self if self.data.flags.c_contiguous else ops.Contiguous.apply(self)
 
     def unsqueeze(self, axis=None, *, dim=None):
-        axis = _pytorch_names("unsqueeze", axis, False, dim, None)[0]
+        if dim is not None:
+            axis = _pytorch_names("unsqueeze", axis, False, dim, None)[0]
         if axis is None:
             raise TypeError("unsqueeze: missing the position (axis or dim) of the new axis")
         axis = _axis(axis, self.ndim + 1, "unsqueeze", self.shape)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
     def squeeze(self, axis=None, *, dim=None):
-        axis = _pytorch_names("squeeze", axis, False, dim, None)[0]
+        if dim is not None:
+            axis = _pytorch_names("squeeze", axis, False, dim, None)[0]
         if axis is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
         axes = {_axis(a, self.ndim, "squeeze", self.shape)
@@ -85,7 +87,8 @@ class TensorShape:
     def split(self, split_size_or_sections, axis=None, *, dim=None):
         """Pieces of `split_size` along `axis` (0 by default; the last piece may be smaller), or of the
         listed sizes."""
-        axis = _pytorch_names("split", axis, False, dim, None)[0]
+        if dim is not None:
+            axis = _pytorch_names("split", axis, False, dim, None)[0]
         axis = _axis(0 if axis is None else axis, self.ndim, "split", self.shape)
         n = self.shape[axis]
         if isinstance(split_size_or_sections, numbers.Integral):
@@ -105,13 +108,15 @@ class TensorShape:
 
     def unbind(self, axis=None, *, dim=None):
         """The slices along `axis` (0 by default), each without that axis: x.unbind(0) is (x[0], x[1], ...)."""
-        axis = _pytorch_names("unbind", axis, False, dim, None)[0]
+        if dim is not None:
+            axis = _pytorch_names("unbind", axis, False, dim, None)[0]
         axis = _axis(0 if axis is None else axis, self.ndim, "unbind", self.shape)
         return ops.Unbind.apply(self, axis=axis)
 
     def chunk(self, chunks, axis=None, *, dim=None):
         """`chunks` pieces of (nearly) equal size along `axis` (0 by default)."""
-        axis = _pytorch_names("chunk", axis, False, dim, None)[0]
+        if dim is not None:
+            axis = _pytorch_names("chunk", axis, False, dim, None)[0]
         axis = 0 if axis is None else axis
         if not isinstance(chunks, numbers.Integral) or chunks <= 0:
             raise ValueError(f"chunk: the number of chunks must be a positive integer, got {chunks}")
