@@ -51,6 +51,13 @@ class Step:
         self.grads_in, self.grads_out = grads_in, grads_out
 
 
+class Walk(list):
+    """The `Step`s of one narrated backward walk, in the order they ran."""
+
+    def __repr__(self):
+        return f"<backward walk: {len(self)} steps: {' '.join(step.name for step in self)}>"
+
+
 class _Narrated:
     """Stands in for an op's class during one walk: its backward runs the op's own and notes the
     step. (The walk calls `ctx.fn.backward(ctx, *grads)` and reads `ctx.fn.__name__`.)"""
@@ -120,10 +127,11 @@ def explain_backward(root, grad=None, names=None, retain_graph=False, file=None,
 
     names: name -> tensor (e.g. `dict(model.named_parameters(), x=x, loss=loss)`), used as labels;
     other tensors are called x1, x2, ... (leaves) and t1, t2, ... (made by ops).
-    file: where to print (default sys.stdout). Returns the list of `Step`s."""
+    file: where to print (default sys.stdout). Returns the `Step`s, a list (shown as one line, so
+    that a notebook cell ending with the call shows the walk once)."""
     file = sys.stdout if file is None else file
     labels = _Labels(root, names)
-    steps, swapped = [], []
+    steps, swapped = Walk(), []
     for t in forward_order(root):
         ctx = t._ctx
         if ctx is not None and not isinstance(ctx.fn, _Narrated) and ctx.inputs is not None:

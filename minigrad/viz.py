@@ -191,15 +191,31 @@ def render(root, path, names=None, format="svg"):
 
 
 # ----------------------------------------------------------------------------- matplotlib
+_GRAPH_FIGURE = None  # Figure with a PNG form, made on first use
+
+
 def _figure_class():
-    """matplotlib's Figure, imported on first use (matplotlib is optional: the demos extra)."""
+    """matplotlib's Figure, imported on first use (matplotlib is optional: the demos extra), with
+    a PNG form for notebooks: Jupyter shows a returned figure even if pyplot was never started."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
         raise ImportError("viz.draw needs matplotlib, which comes with the demos extra: "
                           'pip install -e ".[demos]" (or pip install matplotlib); '
                           "viz.to_dot and viz.render need no matplotlib") from None
-    return Figure
+
+    global _GRAPH_FIGURE
+    if _GRAPH_FIGURE is None:
+        class GraphFigure(Figure):
+            def _repr_png_(self):
+                import io
+
+                buffer = io.BytesIO()
+                self.savefig(buffer, format="png", dpi=100)
+                return buffer.getvalue()
+
+        _GRAPH_FIGURE = GraphFigure
+    return _GRAPH_FIGURE
 
 
 def draw(root, names=None, path=None, title=None):

@@ -113,3 +113,11 @@ def test_rule_sits_beside_its_backward():
     for cls in _all_function_classes():
         source = inspect.getsource(cls)
         assert source.index("rule = ") < source.index("def backward"), cls.__name__
+
+
+def test_the_returned_walk_reads_as_one_line():
+    """A notebook cell ending with explain_backward(...) shows its return value: one line, not a
+    list of objects."""
+    x = mg.tensor([1.0, 2.0], dtype=mg.float64, requires_grad=True)
+    walk = mg.explain_backward((x * x).sum(), file=io.StringIO())
+    assert len(walk) == 2 and repr(walk) == "<backward walk: 2 steps: Sum Mul>"

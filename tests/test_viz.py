@@ -121,3 +121,13 @@ def test_the_tour_draws_the_walked_graph_as_a_png(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "d(tanh a)/da = 1 - tanh^2 a" in out and "W1.grad = " in out and path in out
     assert tour.backward_walk(None) is None
+
+
+def test_a_drawn_graph_shows_itself_in_a_notebook():
+    """Jupyter shows an object through its _repr_png_ even when pyplot was never started (a cell
+    ending in viz.draw(...) must show the picture, not '<Figure size ...>')."""
+    pytest.importorskip("matplotlib")
+    loss, names = small_graph()
+    loss.backward()
+    png = viz.draw(loss, names)._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
