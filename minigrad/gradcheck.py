@@ -99,6 +99,25 @@ class GradcheckReport:
 
     __repr__ = __str__
 
+    def _repr_html_(self):
+        """The table for a notebook: one HTML row per input, failing rows in red, then the pass
+        rule and (after a failure) the op to blame, as in the text."""
+        import html
+
+        cells = ["input", "shape", "checked", "max abs err", "max rel err", "worst index", "analytic",
+                 "numeric", "result"]
+        rows = ["<tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr>"]
+        for r in self.inputs:
+            checked = str(r.size) if r.checked == r.size else f"{r.checked} of {r.size}"
+            values = [r.label, str(r.shape), checked, f"{r.max_abs_error:.3e}", f"{r.max_rel_error:.3e}",
+                      str(tuple(int(i) for i in r.worst_index)), f"{r.worst_analytic:.6g}",
+                      f"{r.worst_numeric:.6g}", "ok" if r.passed else "FAIL"]
+            style = "" if r.passed else ' style="background-color:#f8d0d0; font-weight:bold"'
+            rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(v)}</td>" for v in values) + "</tr>")
+        notes = str(self).split("\n")[len(self.inputs) + 2:]  # the lines under the text table
+        return (f"<table>{''.join(rows)}</table>"
+                f"<pre>{html.escape(chr(10).join(notes))}</pre>")
+
 
 MODULE_MAX_ELEMENTS = 64  # a Module's check: at most this many elements of each tensor, drawn at random
 
