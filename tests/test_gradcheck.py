@@ -1,5 +1,7 @@
 """How gradcheck's report reads (its checks themselves: test_autograd.py, test_gradcheck_locate.py)."""
 import minigrad as mg
+
+
 def test_a_failed_report_in_a_notebook_is_a_table_with_the_failing_row_marked():
     class Twice(mg.Function):  # d(2x)/dx = 2, but the backward says 3
         @staticmethod
