@@ -320,6 +320,24 @@ def test_repr_prints_the_module_tree():
     assert repr(nn.ReLU()) == "ReLU()"
 
 
+def test_repr_of_a_module_with_settings_and_sub_modules_closes_its_parentheses():
+    from transformer.positional import LearnedPositionalEmbedding
+
+    lines = repr(LearnedPositionalEmbedding(8, 4, 0.1)).splitlines()
+    assert lines[0] == "LearnedPositionalEmbedding("
+    assert lines[1].strip() == "max_len=8, d_model=4"
+    assert lines[-1] == ")" and text_balanced("\n".join(lines))
+
+
+def text_balanced(text):
+    depth = 0
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def test_assigning_before_super_init_is_a_clear_error():
     class Broken(nn.Module):
         def __init__(self):

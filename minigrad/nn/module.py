@@ -211,8 +211,11 @@ class Module:
 
     def __repr__(self):
         lines = [f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        return head + ")" if not lines else head + "\n  " + "\n  ".join(lines) + "\n)"
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        # with sub-modules, the settings get a line of their own inside the parentheses (as PyTorch)
+        return f"{type(self).__name__}(\n  " + "\n  ".join(([extra] if extra else []) + lines) + "\n)"
 
 
 class ModuleList(Module):
