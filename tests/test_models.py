@@ -133,6 +133,11 @@ def test_gpt_forward_and_loss():
     logits2, loss = model(idx, targets)
     np.testing.assert_allclose(logits.numpy(), logits2.numpy(), rtol=1e-6)
     assert loss.shape == () and loss.item() == pytest.approx(np.log(7), rel=0.05)  # small init: near uniform
+    # token ids as a nested list or a numpy array work as a Tensor does
+    logits3, loss3 = model(idx.numpy().tolist(), targets.numpy())
+    np.testing.assert_array_equal(logits3.numpy(), logits2.numpy())
+    assert loss3.item() == loss.item()
+    assert model.generate(idx.numpy()[:1].tolist(), max_new_tokens=2).shape == (1, 7)
     # the lm head is tied to the token embedding
     assert "lm_head" not in dict(model.named_parameters())
     assert model.num_parameters() == sum(p.size for p in model.parameters())

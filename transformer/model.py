@@ -280,6 +280,7 @@ class GPT(nn.Module):
     def hidden_states(self, idx, cache=None):
         """idx (B, T) -> the final layer's output after ln_f, (B, T, d_model). With a `KVCache`
         holding P positions, idx is positions P .. P + T - 1 and their keys and values are added."""
+        idx = minigrad.as_tensor(idx)  # a list or numpy array of ids works too
         if idx.ndim != 2:
             raise ValueError(f"GPT: idx must be token ids of shape (B, T), got shape {idx.shape}; "
                              "for one sequence use idx.unsqueeze(0)")
@@ -316,6 +317,7 @@ class GPT(nn.Module):
         Once the text is longer than block_size the window slides, every position moves, and each
         step reruns the whole window either way. return_logits=True also returns each step's
         logits (before temperature and top_k), (B, max_new_tokens, V)."""
+        idx = minigrad.as_tensor(idx)
         was_training = self.training
         self.eval()
         block_size, cache, steps = self.config.block_size, None, []
