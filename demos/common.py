@@ -273,17 +273,15 @@ def builtin_corpus(min_chars=200_000):
 
 
 # ---------------------------------------------------------------------------- plots
-def plot_losses(history, path, title="loss", train=None):
+def plot_losses(history, path=None, title="loss", train=None):
     """history: [(step, train_loss, val_loss)] -> a PNG with both curves. train: [(step, loss)],
     if given, draws the training curve instead of history's train column (history's evaluations
     are then drawn as points on top)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from minigrad import viz
 
     steps = [h[0] for h in history]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = viz.figure(figsize=(6, 4))
+    ax = fig.subplots()
     if train:
         ax.plot([t[0] for t in train], [t[1] for t in train], label="train", linewidth=1)
         ax.plot(steps, [h[1] for h in history], "o", markersize=3, color="C0", label="train (evaluation)")
@@ -296,6 +294,7 @@ def plot_losses(history, path, title="loss", train=None):
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
+    if path is None:  # a notebook shows the returned figure
+        return fig
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path

@@ -5,7 +5,8 @@ training and validation loss, and the computation graph that backward walks.
 
     python -m demos.pictures --out out/pictures     # trains the tour's small copy model first
 
-Every picture is a PNG drawn by matplotlib (no window: the Agg backend). The computation graph is
+Every picture is a PNG drawn by matplotlib (without pyplot: no window, no backend changed, so the
+functions also serve a notebook, where a call without a path returns the figure to show). The computation graph is
 written as Graphviz DOT text, and also as an SVG when Graphviz's `dot` program is installed.
 The tour (`python -m demos.tour`) calls `draw_all` with the model it trained.
 """
@@ -23,25 +24,24 @@ from . import copy_task
 from .common import Timer, parser, plot_losses, start
 
 
-def _pyplot():
-    """matplotlib's pyplot, drawing into files only (imported late: it is slow to load, and only
-    the pictures need it)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+def _done(fig, path, **save):
+    """Save `fig` to `path` and return the path; or, without a path, return the figure (a notebook
+    shows it)."""
+    if path is None:
+        return fig
+    fig.savefig(path, dpi=110, **save)
+    return path
 
 
 # ------------------------------------------------------------------ attention
-def attention_heatmaps(weights, query_tokens, key_tokens, path, title):
+def attention_heatmaps(weights, query_tokens, key_tokens, path=None, title=""):
     """weights (h, T_q, T_k), one heat map per head: row i is how query i spreads its attention
-    over the keys (each row sums to 1). Axes are labelled with the tokens."""
-    plt = _pyplot()
+    over the keys (each row sums to 1). Axes are labelled with the tokens. Saved to `path` (its
+    path returned), or without one the figure is returned."""
     weights = np.asarray(weights)
     h = weights.shape[0]
-    fig, axes = plt.subplots(1, h, figsize=(3.2 * h + 0.8, 3.4), squeeze=False)
+    fig = viz.figure(figsize=(3.2 * h + 0.8, 3.4))
+    axes = fig.subplots(1, h, squeeze=False)
     for head, ax in enumerate(axes[0]):
         image = ax.imshow(weights[head], cmap="viridis", vmin=0.0, vmax=1.0)
         ax.set_xticks(range(len(key_tokens)), key_tokens, fontsize=7)
@@ -52,50 +52,52 @@ def attention_heatmaps(weights, query_tokens, key_tokens, path, title):
         ax.set_title(f"head {head + 1}")
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="weight")
     fig.suptitle(title)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return _done(fig, path, bbox_inches="tight")
 
 
-def transformer_attention(model, src, tgt_in, src_labels, tgt_labels, out_dir):
+def transformer_attention(model, src, tgt_in, src_labels, tgt_labels, out_dir=None):
     """Run one (src, tgt_in) pair through an encoder-decoder `Transformer` and draw the weights
     every layer kept: encoder self-attention, decoder masked self-attention (a triangle: no
-    position sees the future) and encoder-decoder (cross) attention. Returns the PNG paths."""
+    position sees the future) and encoder-decoder (cross) attention. Returns the PNG paths in
+    out_dir, or without one the figures."""
+
+    def in_out_dir(name):
+        return None if out_dir is None else os.path.join(out_dir, name)
+
     model.eval()
     with minigrad.no_grad():
         model(minigrad.tensor(np.asarray(src)[None]), minigrad.tensor(np.asarray(tgt_in)[None]))
     paths = []
     for i, layer in enumerate(model.encoder.layers):
         paths.append(attention_heatmaps(layer.attn_weights.numpy()[0], src_labels, src_labels,
-                                        os.path.join(out_dir, f"attention_encoder{i + 1}_self.png"),
+                                        in_out_dir(f"attention_encoder{i + 1}_self.png"),
                                         f"encoder layer {i + 1}: self-attention"))
     for i, layer in enumerate(model.decoder.layers):
         paths.append(attention_heatmaps(layer.self_attn_weights.numpy()[0], tgt_labels, tgt_labels,
-                                        os.path.join(out_dir, f"attention_decoder{i + 1}_self.png"),
+                                        in_out_dir(f"attention_decoder{i + 1}_self.png"),
                                         f"decoder layer {i + 1}: masked self-attention"))
         paths.append(attention_heatmaps(layer.cross_attn_weights.numpy()[0], tgt_labels, src_labels,
-                                        os.path.join(out_dir, f"attention_decoder{i + 1}_cross.png"),
+                                        in_out_dir(f"attention_decoder{i + 1}_cross.png"),
                                         f"decoder layer {i + 1}: encoder-decoder attention"))
     model.train()
     return paths
 
 
 # ------------------------------------------------------------------ positional encoding
-def positional_encoding_picture(path, positions=100, d_model=64):
+def positional_encoding_picture(path=None, positions=100, d_model=64):
     """The sinusoid table of section 3.5 as an image: a row per position, a column per feature.
-    Left columns change fast (short wavelengths), right columns slowly."""
-    plt = _pyplot()
+    Left columns change fast (short wavelengths), right columns slowly. Saved to `path` (its path
+    returned), or without one the figure is returned (a notebook cell shows it)."""
     table = sinusoidal_positional_encoding(positions, d_model).numpy()
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig = viz.figure(figsize=(7, 5))
+    ax = fig.subplots()
     image = ax.imshow(table, cmap="RdBu", aspect="auto", vmin=-1, vmax=1)
     ax.set_xlabel("feature (even: sin, odd: cos)")
     ax.set_ylabel("position")
     ax.set_title(f"sinusoidal positional encoding, {positions} positions x {d_model} features")
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _done(fig, path)
 
 
 # ------------------------------------------------------------------ computation graph

@@ -218,6 +218,13 @@ def _figure_class():
     return _GRAPH_FIGURE
 
 
+def figure(**kwargs):
+    """A matplotlib Figure (``figure(figsize=(6, 4))``) drawn without pyplot: it changes no backend
+    (a notebook's inline plots keep working), ``fig.savefig(path)`` writes a file, and a notebook
+    cell that ends with it shows it as a picture."""
+    return _figure_class()(**kwargs)
+
+
 def draw(root, names=None, path=None, title=None):
     """Draw the graph that produced `root` with matplotlib, before or after backward.
 

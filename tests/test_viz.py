@@ -131,3 +131,15 @@ def test_a_drawn_graph_shows_itself_in_a_notebook():
     loss.backward()
     png = viz.draw(loss, names)._repr_png_()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+
+
+def test_figure_leaves_the_backend_alone():
+    """viz.figure (and the demos' pictures built on it) draws without pyplot, so a notebook's inline
+    backend is not switched to Agg behind the learner's back."""
+    matplotlib = pytest.importorskip("matplotlib")
+    before = matplotlib.get_backend()
+    from demos.pictures import positional_encoding_picture
+
+    fig = positional_encoding_picture()
+    assert matplotlib.get_backend() == before
+    assert fig._repr_png_()[:4] == b"\x89PNG"

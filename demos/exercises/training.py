@@ -164,13 +164,13 @@ def format_train(result, exercise):
 def plot(result, exercise, path):
     """Both loss curves in one PNG; None without matplotlib."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401
     except ImportError:
         return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from minigrad import viz
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = viz.figure(figsize=(6, 4))  # (no pyplot: a notebook's backend stays as it is)
+    ax = fig.subplots()
     ax.plot(result.builtin, label="built-in", linewidth=3, alpha=0.5)
     ax.plot(result.learner, label="yours", linestyle="--")
     ax.set_xlabel("step")
@@ -179,5 +179,4 @@ def plot(result, exercise, path):
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return path
