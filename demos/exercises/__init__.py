@@ -23,7 +23,25 @@ from pathlib import Path
 from .catalogue import BY_NAME, EXERCISES, Exercise, get, swapped
 from .checker import Result, check_file, check_module, format_result
 
-__all__ = ["BY_NAME", "EXERCISES", "Exercise", "Result", "check", "check_file", "check_module", "get", "swapped"]
+__all__ = ["BY_NAME", "EXERCISES", "Exercise", "Result", "check", "check_file", "check_module", "get", "start",
+           "swapped"]
+
+
+def start(name, folder="minigrad_exercises", force=False):
+    """`python -m demos.exercises start NAME` from Python (a notebook cell): writes the skeleton to
+    folder/NAME.py unless that file exists (your work is never overwritten without force=True).
+    Returns the path."""
+    import shutil
+
+    exercise = get(name)
+    path = Path(folder) / f"{name}.py"
+    if path.exists() and not force:
+        print(f"{path}: your file (start(..., force=True) would replace it with the skeleton)")
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(exercise.skeleton, path)
+    print(f"wrote {path}: {exercise.title}")
+    return path
 
 
 def check(name, folder="minigrad_exercises", timeout=60.0):
