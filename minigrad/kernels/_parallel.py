@@ -78,9 +78,10 @@ class _Job:
         self.error = None
         self.pool = self.number = None  # set by the pool that runs it
 
-    def work(self):
+    def work(self, report=True):
         """Take chunks until none is left (called by every thread of the launch); True if this
-        thread finished the last chunk."""
+        thread finished the last chunk. report=False: a worker, which reports that in its next
+        poll instead (``_spin.report_then_wait``), once it has let go of the GIL."""
         n_items, n_chunks = self.n_items, self.n_chunks
         while True:
             c = self.next_chunk()
@@ -91,7 +92,7 @@ class _Job:
             except BaseException as error:  # re-raised in the caller's thread
                 self.error = error
             if self.count_finished() == n_chunks:
-                if self.pool is not None:
+                if self.pool is not None and report:
                     self.pool.counters[_FINISHED] = self.number  # for the caller polling it
                 self.finished.set()
                 return True
@@ -110,17 +111,19 @@ class _Worker:
         threading.Thread(target=self._loop, name="minigrad-worker", daemon=True).start()
 
     def _loop(self):
-        seen = 0
+        seen = finished = 0
+        counters = self.pool.counters
         while True:
-            number = _spin.wait_while_equal(self.pool.counters, _STARTED, seen, _spin.POLLS)
+            number = _spin.report_then_wait(counters, _FINISHED, finished, _STARTED, seen, _spin.POLLS, _spin.SETTLE)
+            finished = 0
             if number == seen:  # no job came while polling: sleep
                 self.wake.wait()
                 self.wake.clear()
-                number = int(self.pool.counters[_STARTED])
+                number = int(counters[_STARTED])
             seen = number
             job = self.pool.job
-            if job is not None:
-                job.work()
+            if job is not None and job.work(report=False):
+                finished = job.number  # it finished the last chunk: the next report_then_wait says so
 
 
 class _Pool:
