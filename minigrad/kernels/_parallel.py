@@ -18,6 +18,13 @@ Why not numba's own ``prange``:
 - A busy machine. ``prange`` gives each thread a fixed share: if another program holds one core,
   the whole kernel waits for the slow share. Here a late thread just takes fewer chunks.
 
+Handing a chunk to a worker costs about ten microseconds, most of it the GIL: a worker needs the
+GIL to call the kernel, and a thread that asks for the GIL while another holds it is put to sleep
+(waking it costs tens of microseconds, more in a virtual machine). So a worker never asks while the
+caller is likely to hold it: it polls for the next job in compiled code without the GIL, then polls
+a few microseconds more, while the caller starts its own first chunk (``_spin.report_then_wait``).
+That sets the smallest kernel worth sharing (the thresholds in matmul.py, attention.py, _rows.py).
+
 The thread count is ``minigrad.set_num_threads(n)`` / ``get_num_threads()``, read at start from
 ``MINIGRAD_NUM_THREADS`` (or numba's ``NUMBA_NUM_THREADS``), else the cores this process may use.
 """
