@@ -230,6 +230,21 @@ def _first_wrong(case_name, input_name, got, expected, atol, rtol):
 
 
 # ============================================================================ naming the learner's line
+def _qualname(frame):
+    """"Softmax.backward": the function a frame runs, with its class. (Python 3.11 keeps this in
+    the code object; before, the class is found among the module's classes by the code it runs.)"""
+    code = frame.f_code
+    if hasattr(code, "co_qualname"):
+        return code.co_qualname
+    for value in list(frame.f_globals.values()):
+        if isinstance(value, type):
+            function = inspect.getattr_static(value, code.co_name, None)
+            function = getattr(function, "__func__", function)  # a staticmethod's function
+            if getattr(function, "__code__", None) is code:
+                return f"{value.__name__}.{code.co_name}"
+    return code.co_name
+
+
 def _learner_frames(error, path):
     """(function name, line) of the traceback's frames in the learner's file, outermost first."""
     if not path:
@@ -239,7 +254,7 @@ def _learner_frames(error, path):
     for frame, line in traceback.walk_tb(error.__traceback__):
         try:
             if Path(frame.f_code.co_filename).resolve() == target:
-                frames.append((getattr(frame.f_code, "co_qualname", frame.f_code.co_name), line))
+                frames.append((_qualname(frame), line))
         except OSError:
             continue
     return frames
