@@ -391,6 +391,8 @@ def _walk(roots, root_grads, retain_graph, keep):
         g = grads.pop(id(node), None)
         keep(node, g, id(node) in owned)
         ctx = node._ctx
+        if ctx is not None and not retain_graph and node.data.size <= DRAWN_SIZE:
+            _keep_small(ctx, node, g)
         output_grads = None if ctx is None else _gather_output_grads(waiting, ctx, node, g)
         if output_grads is None:
             continue  # a leaf, an op no gradient reached, or an op with outputs still to come
@@ -407,15 +409,27 @@ def _walk(roots, root_grads, retain_graph, keep):
             ctx.saved_tensors = ()
 
 
+DRAWN_SIZE = 16  # an op's output of at most this many numbers keeps its value and gradient for viz
+
+
 def _keep_links(ctx):
     """Before the walk frees ctx's inputs, note what each was, without its values, so that viz can
-    still draw the graph: the name of the op that made it and that op's own links (a list filled
-    when its backward runs), a weak reference to it (a leaf's name and .grad), its shape and dtype."""
+    still draw the graph: the name of the op that made it, that op's own links (a list filled when
+    its backward runs) and its small outputs (`_keep_small`), a weak reference to it (a leaf's name
+    and .grad), its shape and dtype."""
     links = ctx.__dict__.setdefault("links", [])
     for t in ctx.inputs:
         made_by = t._ctx
-        up = None if made_by is None else (made_by.fn.__name__, made_by.__dict__.setdefault("links", []))
+        up = None if made_by is None else (made_by.fn.__name__, made_by.__dict__.setdefault("links", []),
+                                           made_by.__dict__.setdefault("small", {}))
         links.append((up, weakref.ref(t), t.data.shape, t.data.dtype))
+
+
+def _keep_small(ctx, node, g):
+    """A tiny output of ctx (a micrograd-sized example): keep copies of its value and of the
+    gradient that reached it, by shape, so that a picture drawn after backward can show both
+    (as micrograd draws every node), with no graph and no large array kept alive."""
+    ctx.__dict__.setdefault("small", {})[node.data.shape] = (node.data.copy(), None if g is None else np.array(g))
 
 
 def _root_grad(root, grad, op="backward"):

@@ -40,10 +40,11 @@ def backward_keeping_grads(root):
 
 # ----------------------------------------------------------------------------- the graph, live or freed
 class _Box:
-    """A tensor in the picture: shape, dtype, and the tensor itself while it is alive."""
+    """A tensor in the picture: shape, dtype, the tensor itself while it is alive, and `small`: the
+    (value, gradient) backward kept of a tiny op output (autograd._keep_small), or None."""
 
-    def __init__(self, key, shape, dtype, tensor):
-        self.key, self.shape, self.dtype, self.tensor = key, tuple(shape), dtype, tensor
+    def __init__(self, key, shape, dtype, tensor, small=None):
+        self.key, self.shape, self.dtype, self.tensor, self.small = key, tuple(shape), dtype, tensor, small
         self.depth = 0
 
 
@@ -60,12 +61,13 @@ def _graph(root):
     op, or, once backward has freed them, through the links it kept."""
     boxes, ovals = {}, {}
 
-    def box(key, shape, dtype, tensor):
+    def box(key, shape, dtype, tensor, small=None):
         if key not in boxes:
-            boxes[key] = _Box(key, shape, dtype, tensor)
+            boxes[key] = _Box(key, shape, dtype, tensor, small)
         return boxes[key]
 
-    stack = [] if root._ctx is None else [(root._ctx, box(id(root), root.shape, root.dtype, root))]
+    kept = {} if root._ctx is None else root._ctx.__dict__.get("small", {})
+    stack = [] if root._ctx is None else [(root._ctx, box(id(root), root.shape, root.dtype, root, kept.get(root.shape)))]
     box(id(root), root.shape, root.dtype, root)
     while stack:
         op, out_box = stack.pop()
@@ -83,7 +85,9 @@ def _graph(root):
                 key = ("constant", len(boxes))  # a leaf that no longer exists
             else:
                 key = (id(up[1]), shape, str(dtype))  # a freed op's output: one box per shape
-            b = box(key, shape, dtype, tensor)
+            # a freed op's tiny output: the value and gradient backward kept of it
+            small = up[2].get(tuple(shape)) if isinstance(up, tuple) and len(up) > 2 else None
+            b = box(key, shape, dtype, tensor, small)
             oval.inputs.append(b.key)
             if up is not None:
                 stack.append((up, b))
@@ -101,7 +105,7 @@ def _expand(op):
             raise RuntimeError("viz: this graph was freed without its links; draw it before backward, or "
                                "use viz.backward_keeping_grads(root)")
         op = (ctx.fn.__name__, ctx.__dict__["links"])
-    name, links = op
+    name, links = op[0], op[1]
     return id(links), name, [(up, ref(), shape, dtype) for up, ref, shape, dtype in links]
 
 
@@ -139,8 +143,12 @@ def _label(b, name):
     t = b.tensor
     lines = [name] if name else []
     grad = None if t is None or t.grad is None else np.asarray(t.grad, dtype=np.float64)
-    if t is not None and t.size == 1 and t.dtype.kind in "fc":
-        value = f"data {float(t.data.reshape(-1)[0]):.4f}"
+    data = None if t is None else t.data
+    if b.small is not None:  # what backward kept of a tiny op output
+        data = b.small[0] if data is None else data
+        grad = np.asarray(b.small[1], dtype=np.float64) if grad is None and b.small[1] is not None else grad
+    if data is not None and data.size == 1 and data.dtype.kind in "fc":
+        value = f"data {float(data.reshape(-1)[0]):.4f}"
         lines.append(value + (f" | grad {float(grad.reshape(-1)[0]):.4f}" if grad is not None else ""))
     else:
         lines.append(f"{b.shape} {b.dtype}")

@@ -143,3 +143,23 @@ def test_figure_leaves_the_backend_alone():
     fig = positional_encoding_picture()
     assert matplotlib.get_backend() == before
     assert fig._repr_png_()[:4] == b"\x89PNG"
+
+
+def test_after_a_plain_backward_a_tiny_graph_shows_every_value_and_gradient():
+    """micrograd's picture after loss.backward(), with no retain_grad: backward keeps the value and
+    gradient of each tiny op output (and nothing of a large one), so every box can show both."""
+    def scalar(v):
+        return mg.tensor(v, dtype=mg.float64, requires_grad=True)
+
+    x1, x2, w1, w2, b = scalar(2.0), scalar(0.0), scalar(-3.0), scalar(1.0), scalar(6.8813735870195432)
+    o = (x1 * w1 + x2 * w2 + b).tanh()
+    o.backward()
+    dot = viz.to_dot(o, names=dict(x1=x1, o=o))
+    assert 'label="o\\ndata 0.7071 | grad 1.0000"' in dot
+    assert 'label="data 0.8814 | grad 0.5000"' in dot  # tanh's input, freed: kept by backward
+    assert dot.count('label="data -6.0000 | grad 0.5000"') == 2  # x1 * w1, and x1 w1 + x2 w2
+    big = (mg.randn(8, 8, requires_grad=True) * 2.0).sum()
+    big.backward()
+    assert big._ctx.__dict__["small"][()][1] == 1.0 and len(big._ctx.__dict__["links"]) == 1
+    (up, _, shape, _), = big._ctx.__dict__["links"]
+    assert shape == (8, 8) and up[2] == {}  # the 8 x 8 product kept nothing
