@@ -11,9 +11,10 @@ import time
 
 import pytest
 
+from demos.notebooks import NAMES
+
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "demos" / "notebooks"
 LESSONS = ["backprop", "transformer", "gpt"]  # each shows at least one picture
-NAMES = LESSONS + ["exercises"]
 MAX_TEXT_CHARS = 20_000  # all the text one notebook prints: a handful of lines per cell
 
 
@@ -48,6 +49,17 @@ def test_saved_notebook_shows_its_results(name):
     assert name not in LESSONS or any("image/png" in o.get("data", {}) for o in outputs), \
         f"{name}.ipynb shows no picture"
     assert sum(len(_text(o)) for o in outputs) < MAX_TEXT_CHARS
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_has_the_code_of_its_source(name):
+    """NAME.py is what is edited and reviewed; NAME.ipynb must be built from it (python -m
+    demos.notebooks NAME), not edited apart."""
+    jupytext = pytest.importorskip("jupytext")
+    source = [c.source for c in jupytext.read(NOTEBOOKS / f"{name}.py").cells if c.cell_type == "code"]
+    saved = [("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+             for c in _saved(name)["cells"] if c["cell_type"] == "code"]
+    assert saved == source, f"{name}.ipynb differs from {name}.py: rebuild it with python -m demos.notebooks {name}"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -249,6 +249,8 @@ def test_summary_lists_every_parameter_once():
     assert table.total == 48 == model.num_parameters() and table.trainable == 40
     text = str(table)
     assert "embed.weight" in text and "(10, 4)" in text and "total: 48 parameters (40 trainable)" in text
+    page = table._repr_html_()  # in a notebook: an HTML table, one row per parameter
+    assert page.count("<tr>") == 4 and "<td>embed.weight</td>" in page and "total: 48 parameters" in page
     assert nn.summary is mg.summary
     with pytest.raises(TypeError, match="summary: expected a Module"):
         mg.summary([1])

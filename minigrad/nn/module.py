@@ -328,6 +328,15 @@ class Summary:
 
     __repr__ = __str__
 
+    def _repr_html_(self):
+        """The same table for a notebook."""
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(name)}</td><td>{shape}</td><td style='text-align:right'>{count:,}</td></tr>"
+                       for name, shape, count in self.rows)
+        return (f"<b>{html.escape(self.name)}</b><table><tr><th>parameter</th><th>shape</th><th>count</th></tr>"
+                f"{rows}</table>total: {self.total:,} parameters ({self.trainable:,} trainable)")
+
 
 def summary(model):
     """A table of `model`'s parameters: dotted name, shape, number of values, and the total (a
