@@ -143,7 +143,11 @@ class Function:
         if anomaly:
             ctx.input_shapes = [t.shape for t in inputs]
             ctx.call_site = _user_call_site()
-        data = cls.forward(ctx, *[t.data for t in inputs], **params)
+        if anomaly:  # (the check below names the op and the line; numpy's own warning would only point into ops.py)
+            with np.errstate(all="ignore"):
+                data = cls.forward(ctx, *[t.data for t in inputs], **params)
+        else:
+            data = cls.forward(ctx, *[t.data for t in inputs], **params)
         if isinstance(data, tuple):
             return _several_outputs(ctx, inputs, data)
         if anomaly:
@@ -469,8 +473,12 @@ def _store_grad(node, g, owned):
 
 def _call_backward(ctx, output_grads):
     """ctx.fn.backward, checked: one gradient (or None) per input, and under detect_anomaly() no
-    NaN or Inf among them."""
-    input_grads = ctx.fn.backward(ctx, *output_grads)
+    NaN or Inf among them (reported by the check, not by numpy's warnings, which it silences)."""
+    if _modes.anomaly_enabled:
+        with np.errstate(all="ignore"):
+            input_grads = ctx.fn.backward(ctx, *output_grads)
+    else:
+        input_grads = ctx.fn.backward(ctx, *output_grads)
     if not isinstance(input_grads, tuple):
         input_grads = (input_grads,)
     if len(input_grads) != len(ctx.inputs):
