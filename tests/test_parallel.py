@@ -107,6 +107,107 @@ def test_launches_from_two_threads_at_once_both_finish_correctly(threads):
     assert set(results) == {"a", "b"}
 
 
+# ------------------------------------------------------------------------------- compiled kernels on the pool
+from minigrad.kernels._jit import jit  # noqa: E402
+
+
+@jit
+def _add_ones(out, start, stop):
+    for i in range(start, stop):
+        out[i] += 1
+
+
+@jit
+def _mixed(x, mask, scale, offset, negate, out, start, stop):
+    """out[r] = (-1 if negate else 1) * scale * x[r] + offset where mask[r], else 0 (x: any layout)."""
+    sign = -1.0 if negate else 1.0
+    for r in range(start, stop):
+        for j in range(x.shape[1]):
+            out[r, j] = sign * scale * x[r, j] + offset if mask[r % mask.shape[0], j] else 0.0
+
+
+def _entry_address(kernel):
+    entries = _parallel._entries_by_kernel.get(kernel) or {}
+    return [address for address in entries.values() if address]
+
+
+@pytest.mark.parametrize("n_threads", [2, 3, 8])
+@pytest.mark.parametrize("chunks_per_thread", [1, 4])
+def test_a_compiled_kernel_runs_through_its_entry_and_covers_every_item_once(threads, n_threads, chunks_per_thread):
+    threads(n_threads)
+    for n_items in (2, 3, 7, 100, 1001):
+        seen = np.zeros(n_items, dtype=np.int64)
+        _parallel.parallel_for(_add_ones, n_items, seen, chunks_per_thread=chunks_per_thread)
+        np.testing.assert_array_equal(seen, np.ones(n_items, dtype=np.int64))
+    assert _entry_address(_add_ones), "the kernel ran from Python, not through a compiled entry"
+
+
+def test_many_launches_in_a_row_lose_no_chunk(threads):
+    """Thousands of tiny launches, one after the other: a worker still finishing one job must never
+    take (or miss) a chunk of the next."""
+    threads(3)
+    out = np.zeros(64, dtype=np.int64)
+    for launch in range(3000):
+        _parallel.parallel_for(_add_ones, 1 + launch % 64, out, chunks_per_thread=1 + launch % 3)
+    expected = np.array([sum(1 for launch in range(3000) if i < 1 + launch % 64) for i in range(64)])
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_entry_unpacks_arrays_of_any_layout_floats_ints_and_bools(threads, dtype):
+    """Arguments of every kind the entry block holds: a strided view, a bool mask, a float, an int, a
+    bool; the result must equal the same kernel called directly."""
+    threads(2)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((60, 14)).astype(dtype)[::2, 1::3]  # (30, 5), neither C nor F order
+    mask = rng.random((3, 5)) > 0.3
+    for negate in (False, True):
+        expected = np.empty(x.shape, dtype)
+        _mixed(x, mask, 0.5, 3, negate, expected, 0, x.shape[0])
+        got = np.full(x.shape, np.nan, dtype)
+        _parallel.parallel_for(_mixed, x.shape[0], x, mask, 0.5, 3, negate, got, chunks_per_thread=4)
+        np.testing.assert_array_equal(got, expected)
+    assert _entry_address(_mixed)
+
+
+def test_a_kernel_whose_arguments_the_block_cannot_hold_runs_from_python(threads):
+    threads(2)
+
+    @jit
+    def with_tuple(out, pair, start, stop):
+        for i in range(start, stop):
+            out[i] = pair[0] + pair[1]
+
+    out = np.zeros(10)
+    _parallel.parallel_for(with_tuple, 10, out, (1.0, 2.0))
+    np.testing.assert_array_equal(out, np.full(10, 3.0))
+    assert _parallel._entries_by_kernel[with_tuple] is None
+
+
+def test_compiled_launches_from_two_threads_at_once_both_finish_correctly(threads):
+    threads(2)
+    go = threading.Event()
+    errors = []
+
+    def launch():
+        try:
+            go.wait()
+            for n in range(1, 400):
+                out = np.zeros(n, dtype=np.int64)
+                _parallel.parallel_for(_add_ones, n, out)
+                assert (out == 1).all()
+        except BaseException as error:
+            errors.append(error)
+
+    launchers = [threading.Thread(target=launch) for _ in range(2)]
+    for t in launchers:
+        t.start()
+    go.set()
+    for t in launchers:
+        t.join(60)
+    assert not errors, errors
+
+
 # ------------------------------------------------------------------------------- training from threads and processes
 _TRAIN = """
 import threading

@@ -18,12 +18,12 @@ Why not numba's own ``prange``:
 - A busy machine. ``prange`` gives each thread a fixed share: if another program holds one core,
   the whole kernel waits for the slow share. Here a late thread just takes fewer chunks.
 
-Handing a chunk to a worker costs about ten microseconds, most of it the GIL: a worker needs the
-GIL to call the kernel, and a thread that asks for the GIL while another holds it is put to sleep
-(waking it costs tens of microseconds, more in a virtual machine). So a worker never asks while the
-caller is likely to hold it: it polls for the next job in compiled code without the GIL, then polls
-a few microseconds more, while the caller starts its own first chunk (``_spin.report_then_wait``).
-That sets the smallest kernel worth sharing (the thresholds in matmul.py, attention.py, _rows.py).
+Handing out chunks happens in compiled code, without the GIL (``_spin.py``): between kernels a
+worker polls a counter for a fraction of a millisecond, and when the caller publishes a job, the
+worker starts on a chunk within a microsecond, calling the kernel through its compiled entry
+(``_entries.py``), with no Python in between. A worker that has polled long enough with nothing
+to do sleeps until the next launch wakes it (tens of microseconds). That sets the smallest kernel
+worth sharing (the thresholds in matmul.py, attention.py, _rows.py).
 
 The thread count is ``minigrad.set_num_threads(n)`` / ``get_num_threads()``, read at start from
 ``MINIGRAD_NUM_THREADS`` (or numba's ``NUMBA_NUM_THREADS``), else the cores this process may use.
@@ -32,6 +32,7 @@ import itertools
 import numbers
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -70,7 +71,8 @@ def set_num_threads(n):
 
 
 class _Job:
-    """One kernel launch: the chunks of range(n_items) that the threads share out.
+    """A launch of a kernel that has no compiled entry (a Python function): the threads share its
+    chunks from Python.
 
     Chunks are handed out, and counted when finished, by ``itertools.count``, whose ``next`` is
     atomic under the GIL. The caller waits only for chunks that some thread has taken: a worker that
@@ -88,7 +90,7 @@ class _Job:
     def work(self, report=True):
         """Take chunks until none is left (called by every thread of the launch); True if this
         thread finished the last chunk. report=False: a worker, which reports that in its next
-        poll instead (``_spin.report_then_wait``), once it has let go of the GIL."""
+        poll instead (``_spin.serve``), once it has let go of the GIL."""
         n_items, n_chunks = self.n_items, self.n_chunks
         while True:
             c = self.next_chunk()
@@ -100,37 +102,33 @@ class _Job:
                 self.error = error
             if self.count_finished() == n_chunks:
                 if self.pool is not None and report:
-                    self.pool.counters[_FINISHED] = self.number  # for the caller polling it
+                    self.pool.counters[_spin.FINISHED] = self.number  # for the caller polling it
                 self.finished.set()
                 return True
 
 
-_STARTED, _FINISHED = 0, 1  # the pool's counters: number of the latest job; of the latest finished
-
-
 class _Worker:
     """A daemon thread that helps with each job of the pool. Between jobs it polls the pool's job
-    counter for a moment (``_spin``), then sleeps until woken."""
+    counter (``_spin.serve``, which also runs compiled jobs), then sleeps until woken."""
 
-    def __init__(self, pool):
+    def __init__(self, pool, number):
         self.wake = threading.Event()
-        self.pool = pool
-        threading.Thread(target=self._loop, name="minigrad-worker", daemon=True).start()
+        self.pool, self.number = pool, number
+        threading.Thread(target=self._loop, name=f"minigrad-worker-{number + 1}", daemon=True).start()
 
     def _loop(self):
         seen = finished = 0
         counters = self.pool.counters
         while True:
-            number = _spin.report_then_wait(counters, _FINISHED, finished, _STARTED, seen, _spin.POLLS, _spin.SETTLE)
+            seen, python_job = _spin.serve(counters, self.number, seen, finished, _spin.POLLS, _spin.SETTLE)
             finished = 0
-            if number == seen:  # no job came while polling: sleep
+            if not python_job:  # nothing new for a while: sleep until the next launch
                 self.wake.wait()
                 self.wake.clear()
-                number = int(counters[_STARTED])
-            seen = number
+                continue
             job = self.pool.job
             if job is not None and job.work(report=False):
-                finished = job.number  # it finished the last chunk: the next report_then_wait says so
+                finished = job.number  # it finished the last chunk: the next serve says so
 
 
 class _Pool:
@@ -139,32 +137,68 @@ class _Pool:
     def __init__(self):
         self.workers = []
         self.busy = threading.Lock()
-        self.job = None
-        self.counters = np.zeros(2, dtype=np.int64)  # _STARTED, _FINISHED: polled by the threads
+        self.job = None  # the current Python job
+        self.number = 0  # of the latest job
+        self.counters = np.zeros(_spin.SIZE, dtype=np.int64)  # polled by the threads (_spin.py)
+        # where the arguments of a job go: two blocks, used by odd and even jobs (see _spin.py)
+        self.blocks = np.zeros((2, _entries.BLOCK_SIZE), dtype=np.int64)
+        self.block_addresses = [int(self.blocks.ctypes.data) + i * self.blocks.strides[0] for i in (0, 1)]
 
-    def run(self, job, n_threads):
+    def run(self, kernel, args, n_items, n_chunks, n_threads):
+        """Run ``kernel(*args, start, stop)`` over the chunks; a Python job if it is returned."""
         if not self.busy.acquire(blocking=False):
-            job.work()  # another thread's kernel has the workers: run this one on its caller
-            return
+            kernel(*args, 0, n_items)  # another thread's kernel has the workers: run on this one
+            return None
         try:
             while len(self.workers) < n_threads - 1:
-                self.workers.append(_Worker(self))
-            job.pool, job.number = self, int(self.counters[_STARTED]) + 1
-            self.job = job
-            self.counters[_STARTED] = job.number  # polling workers start now,
+                self.workers.append(_Worker(self, len(self.workers)))
+            number = self.number = self.number + 1
+            block = self.block_addresses[number % 2]
+            entry = _entry_of(kernel, args, block)
             for worker in self.workers[: n_threads - 1]:
-                worker.wake.set()  # sleeping ones when woken
+                worker.wake.set()  # (a sleeping worker starts polling; a polling one sees the job first)
+            if entry:
+                if not _spin.launch(self.counters, number, entry, block, n_items, n_chunks, n_threads - 1, _spin.POLLS):
+                    while not _spin.wait_done(self.counters, n_chunks, _spin.POLLS):
+                        time.sleep(_SLEEP)  # a chunk is slow (or its thread is not running): let it have the core
+                return None
+            job = _Job(kernel, args, n_items, n_chunks)
+            job.pool, job.number = self, number
+            self.job = job
+            _spin.publish(self.counters, number, 0, 0, n_items, n_chunks, n_threads - 1)
             if not job.work():  # chunks may still run on other threads: poll, then sleep
-                if not _spin.wait_until_equal(self.counters, _FINISHED, job.number, _spin.POLLS):
+                if not _spin.wait_until_equal(self.counters, _spin.FINISHED, number, _spin.POLLS):
                     job.finished.wait()
             self.job = None
+            return job
         finally:
             self.busy.release()
 
 
+_SLEEP = 20e-6
+_entries_by_kernel = {}  # numba kernel -> {type code: entry address (0: none)}, or None: no entries
+
+
+def _entry_of(kernel, args, block):
+    """Pack ``args`` into ``block``; -> the address of the kernel's compiled entry for them, or 0."""
+    entries = _entries_by_kernel.get(kernel, ())
+    if entries is None or not _entries.is_kernel(kernel):
+        return 0
+    try:
+        code = _entries.pack(block, args)
+    except Exception:  # an argument of a kind the block cannot hold: run the kernel from Python
+        _entries_by_kernel[kernel] = None
+        return 0
+    entry = entries.get(code) if entries else None
+    if entry is None:
+        entry = _entries.compile_entry(kernel, args, code)
+        _entries_by_kernel.setdefault(kernel, {})[code] = entry
+    return entry
+
+
 _pool = None
 _pool_lock = threading.Lock()
-_spin = None  # the module _spin, imported with the first pool
+_spin = _entries = None  # the modules _spin and _entries, imported with the first pool
 
 
 def _forget_pool():
@@ -190,14 +224,14 @@ def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
         if n_items > 0:
             kernel(*args, 0, n_items)
         return
-    job = _Job(kernel, args, n_items, min(n_items, n_threads * chunks_per_thread))
     pool = _pool
     if pool is None:
-        global _spin
-        from . import _spin  # (numba: only compiled kernels run in parallel)
+        global _spin, _entries
+        from . import _entries, _spin  # (numba: only compiled kernels run in parallel)
 
         with _pool_lock:
             pool = _pool = _pool or _Pool()
-    pool.run(job, n_threads)
-    if job.error is not None:
+    n_chunks = min(n_items, n_threads * chunks_per_thread, _spin.MAX_CHUNKS)
+    job = pool.run(kernel, args, n_items, n_chunks, n_threads)
+    if job is not None and job.error is not None:
         raise job.error

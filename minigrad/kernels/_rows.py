@@ -13,12 +13,12 @@ import numpy as np
 
 from ._parallel import get_num_threads, parallel_for
 
-# Rows x columns from which a float32 kernel splits its rows over threads: some tens of microseconds
-# of work on one thread. Below that, handing a part to another thread (about ten microseconds, see
-# _parallel.py and _spin.py) costs about as much as it saves. Kernels that compute an exponential per entry are heavier,
-# so they gain from fewer entries than the light ones.
-PARALLEL_MIN_ELEMENTS = 256 * 1024
-PARALLEL_MIN_ELEMENTS_EXP = 64 * 1024
+# Rows x columns from which a float32 kernel splits its rows over threads: about ten microseconds of
+# work on one thread. Below that, handing a part to another thread (a few microseconds, most of
+# them Python's, see _parallel.py) costs about as much as it saves. Kernels that compute an
+# exponential per entry are heavier, so they gain from fewer entries than the light ones.
+PARALLEL_MIN_ELEMENTS = 32 * 1024
+PARALLEL_MIN_ELEMENTS_EXP = 8 * 1024
 
 
 def as_rows(name, x, ndim=2):

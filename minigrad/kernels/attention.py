@@ -44,7 +44,7 @@ from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
 from .matmul import CACHE, KC, MR, NR, matmul_block  # noqa: E402
 
 VECTOR = 16  # row ends are rounded up to this many floats: whole SIMD registers on every CPU
-SERIAL_FLOPS = 4_000_000  # below this many multiply-adds, one thread does the whole batch
+SERIAL_FLOPS = 500_000  # below this many multiply-adds, one thread does the whole batch
 
 
 # ---------------------------------------------------------------------------------------------------

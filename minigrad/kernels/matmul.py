@@ -59,9 +59,9 @@ MC = 128  # most rows of a that one pass of the strips reads: MC x KC numbers (1
 DIRECT_B_BYTES = 32 * 1024  # read b in place if the rows of a piece span at most this many bytes
 PACK_A_BYTES = 64 * 1024  # copy blocks of a this large (or larger) into a contiguous buffer,
 PACK_A_STRIPS = 8  # if at least this many strips will read the copy
-SERIAL_FLOPS = 8_000_000  # below this many flops, handing work to other threads costs more than it saves
+SERIAL_FLOPS = 1_000_000  # below this many flops, handing work to other threads costs more than it saves
 TASKS_PER_THREAD = 4  # most tasks to share out per thread: a thread slowed by another program takes fewer
-TASK_FLOPS = 4_000_000  # but no task smaller than this: each costs a few microseconds to hand out
+TASK_FLOPS = 4_000_000  # but no task smaller than this: each packs the parts of a and b it reads
 
 
 def matmul_numpy(a, b, bias=None):
