@@ -128,7 +128,7 @@ def _mixed(x, mask, scale, offset, negate, out, start, stop):
 
 def _entry_address(kernel):
     entries = _parallel._entries_by_kernel.get(kernel) or {}
-    return [address for address in entries.values() if address]
+    return [found for found in entries.values() if all(found)]
 
 
 @pytest.mark.parametrize("n_threads", [2, 3, 8])
@@ -181,7 +181,7 @@ def test_a_kernel_whose_arguments_the_block_cannot_hold_runs_from_python(threads
     out = np.zeros(10)
     _parallel.parallel_for(with_tuple, 10, out, (1.0, 2.0))
     np.testing.assert_array_equal(out, np.full(10, 3.0))
-    assert _parallel._entries_by_kernel[with_tuple] is None
+    assert not _entry_address(with_tuple)
 
 
 def test_compiled_launches_from_two_threads_at_once_both_finish_correctly(threads):
@@ -206,6 +206,36 @@ def test_compiled_launches_from_two_threads_at_once_both_finish_correctly(thread
     for t in launchers:
         t.join(60)
     assert not errors, errors
+
+
+def test_the_compile_ahead_process_can_put_every_kernel_on_the_pool(threads):
+    """What the second process of a first start does to compile the pool's entries (_warm.py):
+    within every_launch_on_the_pool a tiny softmax runs through a compiled entry; afterwards the
+    thresholds and the thread count are as before, and the same softmax runs on one thread."""
+    from minigrad.kernels import _rows, _warm, matmul, softmax
+
+    threads(1)
+    before = (_rows.use_threads, matmul.SERIAL_FLOPS)
+    _warm.warm_pool()
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    with _warm.every_launch_on_the_pool():
+        assert mg.get_num_threads() == 2 and _rows.use_threads(x)
+        y = softmax.softmax_forward_numba(x)
+    np.testing.assert_allclose(y, softmax.softmax_forward_numpy(x), rtol=1e-6)
+    assert _entry_address(softmax._softmax_forward_rows)
+    assert (_rows.use_threads, matmul.SERIAL_FLOPS) == before and mg.get_num_threads() == 1
+    assert not _rows.use_threads(x)
+
+
+def test_while_another_process_compiles_the_pool_kernels_run_here_without_it(threads, monkeypatch):
+    from minigrad.kernels import _warm
+
+    threads(2)
+    monkeypatch.setattr(_parallel, "_pool", None)
+    monkeypatch.setattr(_warm, "pending", lambda name: name == _warm.POOL_FIRST)
+    calls = []
+    _parallel.parallel_for(lambda start, stop: calls.append((start, stop)), 10)
+    assert calls == [(0, 10)] and _parallel._pool is None  # one call, on this thread
 
 
 # ------------------------------------------------------------------------------- training from threads and processes

@@ -1,30 +1,34 @@
-"""How a worker thread calls a compiled kernel without Python: a C entry point per kernel.
+"""How a worker thread calls a compiled kernel without Python: C entry points.
 
 A kernel is called from Python as ``kernel(*args, start, stop)``: numba reads each Python argument
 (an array, a float, ...) and calls the machine code. A worker thread that polls in compiled code
-(``_spin.serve``) cannot do that without taking the GIL. So each kernel that runs on the pool gets
-a small C function, its *entry*, with one fixed signature whatever the kernel's arguments:
+(``_spin.serve``) cannot do that without taking the GIL. So the pool calls kernels through small C
+functions, *entries*, which all have one signature, whatever the kernel's arguments:
 
-    void entry(int64 block, int64 start, int64 stop)
+    void entry(int64 kernel, int64 block, int64 start, int64 stop)
 
-``block`` is the address of an int64 array that holds the kernel's arguments, written by ``pack``:
-nine numbers per argument,
+- ``block`` is the address of an int64 array that holds the arguments, written by ``pack``: nine
+  numbers per argument,
 
-    array:        data address, shape (4 slots), strides in bytes (4 slots)
-    float:        its 64 bits (a float32 argument is widened to float64 and back)
-    int, bool:    the value
+      array:        data address, shape (4 slots), strides in bytes (4 slots)
+      float:        its 64 bits (a float32 argument is widened to float64 and back)
+      int, bool:    the value
 
-and the entry unpacks them (``_unpack``) into arguments of exactly the numba types the kernel was
-compiled for, then calls it. ``pack`` returns a code of the argument types (a CRC of their numba
-names): with the kernel it picks the entry, so arguments are never unpacked as the wrong types.
+- the entry unpacks them (``_unpack``) into arguments of exactly the numba types the kernel was
+  compiled for, and calls ``kernel``, the address of the kernel's machine code, as numba calls one
+  compiled function from another (``_call_native``).
 
-An entry is compiled once per kernel and argument types, the first time that kernel runs on the
-pool, and cached by numba like every kernel (a tenth of a second to compile, a few milliseconds to
-load). A kernel that is not a numba function, or takes an argument of another kind, has no entry:
-the pool runs it from Python (``_parallel.py``).
+One entry serves every kernel compiled for the same argument types (softmax and log-softmax, say).
+``pack`` returns a code of the argument types (a CRC of their numba names), which picks the kernel's
+machine code and entry: arguments are never unpacked as the wrong types. An entry is compiled the
+first time it is needed and cached by numba like every kernel: a fraction of a second once, a
+millisecond or two to load afterwards. A kernel that is not a numba function, or takes an argument
+of another kind, has no entry: the pool runs it from Python (``_parallel.py``).
 """
 import types as pytypes
 import zlib
+
+import numpy as np
 
 from ._jit import jit  # first: it sets LLVM options before numba is imported
 
@@ -43,53 +47,38 @@ BLOCK_SIZE = SLOTS * MAX_ARGS
 _I64 = ir.IntType(64)
 
 
-def _supported(ty):
-    if isinstance(ty, types.Array):
-        return 1 <= ty.ndim <= MAX_NDIM and isinstance(ty.dtype, (types.Float, types.Integer, types.Boolean))
-    return isinstance(ty, (types.Float, types.Integer, types.Boolean))
-
-
-def type_code(arg_types):
-    """The code ``pack`` returns for arguments of these numba types."""
-    return zlib.crc32(str(types.Tuple(tuple(arg_types))).encode())
-
-
 def _slot(builder, block, index):
-    base = builder.inttoptr(block, _I64.as_pointer())
-    return builder.gep(base, [ir.Constant(_I64, index)])
+    """Pointer to number ``index`` (an LLVM value) of the int64 block at address ``block``."""
+    return builder.gep(builder.inttoptr(block, _I64.as_pointer()), [index])
+
+
+def array_code(array_type):
+    """The code ``pack_array`` returns for an array of this numba type."""
+    return zlib.crc32(str(array_type).encode())
 
 
 @intrinsic
-def _pack(typingctx, block, args):
-    """Write the arguments (a tuple) into the block at address ``block``; -> their type code."""
-    if not (isinstance(args, types.BaseTuple) and len(args) <= MAX_ARGS and all(map(_supported, args))):
+def _pack_array(typingctx, block, index, array):
+    """Write argument ``index``, an array, into the block: data address, shape, strides."""
+    if not (isinstance(array, types.Array) and array.ndim <= MAX_NDIM):
         return None
-    code = type_code(args.types)
 
     def codegen(context, builder, signature, llargs):
-        block_address, values = llargs
-        for i, ty in enumerate(args.types):
-            value = builder.extract_value(values, i)
+        block_address, index_value, value = llargs
+        first = builder.mul(index_value, ir.Constant(_I64, SLOTS))
 
-            def put(k, number, i=i):
-                builder.store(number, _slot(builder, block_address, i * SLOTS + k))
+        def put(k, number):
+            builder.store(number, _slot(builder, block_address, builder.add(first, ir.Constant(_I64, k))))
 
-            if isinstance(ty, types.Array):
-                array = context.make_array(ty)(context, builder, value)
-                put(0, builder.ptrtoint(array.data, _I64))
-                shape = cgutils.unpack_tuple(builder, array.shape)
-                strides = cgutils.unpack_tuple(builder, array.strides)
-                for d in range(ty.ndim):
-                    put(1 + d, shape[d])
-                    put(1 + MAX_NDIM + d, strides[d])
-            elif isinstance(ty, types.Float):
-                wide = value if ty.bitwidth == 64 else builder.fpext(value, ir.DoubleType())
-                put(0, builder.bitcast(wide, _I64))
-            else:
-                put(0, context.cast(builder, value, ty, types.int64))
-        return context.get_constant(types.int64, code)
+        fields = context.make_array(array)(context, builder, value)
+        put(0, builder.ptrtoint(fields.data, _I64))
+        shape, strides = cgutils.unpack_tuple(builder, fields.shape), cgutils.unpack_tuple(builder, fields.strides)
+        for d in range(array.ndim):
+            put(1 + d, shape[d])
+            put(1 + MAX_NDIM + d, strides[d])
+        return context.get_constant(types.int64, array_code(array))
 
-    return types.int64(types.int64, args), codegen
+    return types.int64(types.int64, types.intp, array), codegen
 
 
 @intrinsic
@@ -101,7 +90,7 @@ def _unpack(typingctx, block, arg_types):
         values = []
         for i, ty in enumerate(tuple_type.types):
             def get(k, i=i):
-                return builder.load(_slot(builder, llargs[0], i * SLOTS + k))
+                return builder.load(_slot(builder, llargs[0], ir.Constant(_I64, i * SLOTS + k)))
 
             if isinstance(ty, types.Array):
                 item = context.get_data_type(ty.dtype)
@@ -122,15 +111,65 @@ def _unpack(typingctx, block, arg_types):
     return tuple_type(types.int64, arg_types), codegen
 
 
+@intrinsic
+def _call_native(typingctx, kernel, args, start, stop):
+    """Call the compiled kernel whose machine code is at address ``kernel`` with ``(*args, start,
+    stop)``, as numba calls one compiled function from another (its calling convention)."""
+    arg_types = tuple(args.types) + (types.int64, types.int64)
+
+    def codegen(context, builder, signature, llargs):
+        call_conv = context.call_conv
+        function_type = call_conv.get_function_type(types.none, arg_types)
+        function = builder.inttoptr(llargs[0], function_type.as_pointer())
+        values = [builder.extract_value(llargs[1], i) for i in range(len(args))] + list(llargs[2:])
+        result = cgutils.alloca_once(builder, function_type.args[0].pointee)
+        builder.store(cgutils.get_null_value(result.type.pointee), result)
+        exception = cgutils.alloca_once(builder, function_type.args[1].pointee)
+        packed = call_conv._get_arg_packer(arg_types).as_arguments(builder, values)
+        builder.call(function, [result, exception, *packed])  # (our kernels raise nothing)
+        return context.get_dummy_value()
+
+    return types.none(types.int64, args, types.int64, types.int64), codegen
+
+
 @jit
-def pack(block, args):
-    """Write ``args`` into the int64 block at address ``block``; -> the code of their types."""
-    return _pack(block, args)
+def pack_array(block, index, array):
+    """Write argument ``index``, an array, into the int64 block at address ``block``; -> a code
+    of its numba type (dtype, dimensions, layout, read-only)."""
+    return _pack_array(block, index, array)
 
 
-def _entry(block, start, stop):
-    # The body of every entry; KERNEL and ARG_TYPES are set per entry (see compile_entry).
-    KERNEL(*_unpack(block, ARG_TYPES), start, stop)  # noqa: F821
+_SCALARS = {float: "float", int: "int", bool: "bool", np.float64: "float", np.float32: "float32",
+            np.int64: "int", np.int32: "int32", np.bool_: "bool"}
+
+
+def pack(block, floats, address, args):
+    """Write ``args`` into ``block`` (int64, at ``address``); -> a key of their types, or None if one
+    of them is of a kind the block cannot hold. Arrays go through ``pack_array``; numbers are
+    written from here (a float as its 64 bits, through ``floats``, a float64 view of the block)."""
+    if len(args) > MAX_ARGS:
+        return None
+    key = []
+    for i, arg in enumerate(args):
+        kind = type(arg)
+        if kind is np.ndarray:
+            if not 1 <= arg.ndim <= MAX_NDIM:
+                return None
+            key.append(pack_array(address, i, arg))
+        elif kind in _SCALARS:
+            key.append(_SCALARS[kind])
+            if key[-1].startswith("float"):
+                floats[i * SLOTS] = arg
+            else:
+                block[i * SLOTS] = arg
+        else:
+            return None
+    return tuple(key)
+
+
+def _entry(kernel, block, start, stop):
+    # The body of every entry; ARG_TYPES (the kernel's own) is set per entry (see _compile_entry).
+    _call_native(kernel, _unpack(block, ARG_TYPES), start, stop)  # noqa: F821
 
 
 def is_kernel(kernel):
@@ -138,23 +177,58 @@ def is_kernel(kernel):
     return isinstance(kernel, Dispatcher)
 
 
-def compile_entry(kernel, args, code):
-    """Address of the entry of ``kernel`` for these arguments (whose pack code is ``code``), or 0 if
-    it has none (not a numba function, or the types do not match the code)."""
-    arg_types = tuple(numba.typeof(a) for a in args)
-    if type_code(arg_types) != code:
-        return 0
-    namespace = dict(globals(), KERNEL=kernel, ARG_TYPES=types.Tuple(arg_types))
+def _fits(given, declared):
+    """True if an argument of numba type ``given``, packed, can be unpacked as ``declared``: the
+    same type; an array the kernel was compiled for in any layout ('A') or read-only; a number of the
+    same kind (the entry converts it as numba would)."""
+    if isinstance(given, types.Array) and isinstance(declared, types.Array):
+        return (given.dtype == declared.dtype and given.ndim == declared.ndim
+                and declared.layout in ("A", given.layout) and (given.mutable or not declared.mutable))
+    kinds = (types.Boolean, types.Integer, types.Float)
+    return any(isinstance(given, kind) and isinstance(declared, kind) for kind in kinds)
+
+
+def _machine_code(kernel, arg_types):
+    """numba's compiled version of ``kernel`` that a call with these argument types runs (compiled
+    or loaded from the cache if need be), or None."""
+    full = tuple(arg_types) + (types.int64, types.int64)
+    compiled = kernel.overloads.get(full)
+    if compiled is None:
+        compiled = next((c for signature, c in kernel.overloads.items()
+                         if len(signature) == len(full) and all(map(_fits, full, signature))), None)
+    if compiled is None and kernel._can_compile:
+        kernel.compile(full)
+        compiled = kernel.overloads.get(full)
+    return compiled
+
+
+def _compile_entry(arg_types):
+    namespace = dict(globals(), ARG_TYPES=types.Tuple(tuple(arg_types)))
     body = pytypes.FunctionType(_entry.__code__, namespace, "_entry")
-    # numba names the cache file after the function: one name per kernel and argument types
-    py_func = kernel.py_func
-    body.__qualname__ = f"entry_{py_func.__module__.rsplit('.', 1)[-1]}_{py_func.__name__}_{code:08x}"
+    body.__qualname__ = f"entry_{zlib.crc32(str(arg_types).encode()):08x}"  # numba names the cache file after it
+    signature = types.void(types.int64, types.int64, types.int64, types.int64)
+    return numba.cfunc(signature, cache=True)(body)
+
+
+_entries = {}  # the kernel's argument types -> the entry compiled for them (it owns the machine code)
+
+
+def entry_of(kernel, args, key):
+    """(address of the entry, address of the kernel's machine code) for a call of ``kernel`` with
+    ``args`` (whose ``pack`` key is ``key``), or None if it has none."""
+    arg_types = tuple(numba.typeof(a) for a in args)
+    codes = tuple(array_code(t) if isinstance(t, types.Array) else None for t in arg_types)
+    if any(code is not None and code != k for code, k in zip(codes, key)):
+        return None
     try:
-        entry = numba.cfunc(types.void(types.int64, types.int64, types.int64), cache=True)(body)
+        compiled = _machine_code(kernel, arg_types)
+        if compiled is None:
+            return None
+        declared = compiled.signature.args[:-2]
+        entry = _entries.get(declared)
+        if entry is None:
+            entry = _entries[declared] = _compile_entry(declared)
+        address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+        return (entry.address, address) if address else None
     except Exception:  # a kernel numba cannot call this way: the pool runs it from Python
-        return 0
-    _compiled.append(entry)  # (its machine code lives as long as this object)
-    return entry.address
-
-
-_compiled = []
+        return None

@@ -142,7 +142,7 @@ class _Pool:
         self.counters = np.zeros(_spin.SIZE, dtype=np.int64)  # polled by the threads (_spin.py)
         # where the arguments of a job go: two blocks, used by odd and even jobs (see _spin.py)
         self.blocks = np.zeros((2, _entries.BLOCK_SIZE), dtype=np.int64)
-        self.block_addresses = [int(self.blocks.ctypes.data) + i * self.blocks.strides[0] for i in (0, 1)]
+        self.block_of = [(block, block.view(np.float64), block.ctypes.data) for block in self.blocks]
 
     def run(self, kernel, args, n_items, n_chunks, n_threads):
         """Run ``kernel(*args, start, stop)`` over the chunks; a Python job if it is returned."""
@@ -153,19 +153,19 @@ class _Pool:
             while len(self.workers) < n_threads - 1:
                 self.workers.append(_Worker(self, len(self.workers)))
             number = self.number = self.number + 1
-            block = self.block_addresses[number % 2]
-            entry = _entry_of(kernel, args, block)
+            block = self.block_of[number % 2]
+            entry, machine_code = _entry_of(kernel, args, block)
             for worker in self.workers[: n_threads - 1]:
                 worker.wake.set()  # (a sleeping worker starts polling; a polling one sees the job first)
             if entry:
-                if not _spin.launch(self.counters, number, entry, block, n_items, n_chunks, n_threads - 1, _spin.POLLS):
+                if not _spin.launch(self.counters, number, entry, machine_code, block[2], n_items, n_chunks, n_threads - 1, _spin.POLLS):
                     while not _spin.wait_done(self.counters, n_chunks, _spin.POLLS):
                         time.sleep(_SLEEP)  # a chunk is slow (or its thread is not running): let it have the core
                 return None
             job = _Job(kernel, args, n_items, n_chunks)
             job.pool, job.number = self, number
             self.job = job
-            _spin.publish(self.counters, number, 0, 0, n_items, n_chunks, n_threads - 1)
+            _spin.publish(self.counters, number, 0, 0, 0, n_items, n_chunks, n_threads - 1)
             if not job.work():  # chunks may still run on other threads: poll, then sleep
                 if not _spin.wait_until_equal(self.counters, _spin.FINISHED, number, _spin.POLLS):
                     job.finished.wait()
@@ -176,29 +176,31 @@ class _Pool:
 
 
 _SLEEP = 20e-6
-_entries_by_kernel = {}  # numba kernel -> {type code: entry address (0: none)}, or None: no entries
+_entries_by_kernel = {}  # numba kernel -> {type code: (entry, machine code) addresses}, or None: no entries
+_NO_ENTRY = (0, 0)
 
 
 def _entry_of(kernel, args, block):
-    """Pack ``args`` into ``block``; -> the address of the kernel's compiled entry for them, or 0."""
+    """Pack ``args`` into ``block`` (array, float64 view, address); -> the addresses (entry, kernel's machine code) for them, or
+    (0, 0) if the kernel runs from Python."""
     entries = _entries_by_kernel.get(kernel, ())
     if entries is None or not _entries.is_kernel(kernel):
-        return 0
-    try:
-        code = _entries.pack(block, args)
-    except Exception:  # an argument of a kind the block cannot hold: run the kernel from Python
-        _entries_by_kernel[kernel] = None
-        return 0
-    entry = entries.get(code) if entries else None
-    if entry is None:
-        entry = _entries.compile_entry(kernel, args, code)
-        _entries_by_kernel.setdefault(kernel, {})[code] = entry
-    return entry
+        return _NO_ENTRY
+    key = _entries.pack(*block, args)
+    if key is None:  # an argument of a kind the block cannot hold: run the kernel from Python
+        return _NO_ENTRY
+    found = entries.get(key) if entries else None
+    if found is None:
+        if _warm.pending(_warm.POOL_LAST):  # another process is compiling the entries: not here too
+            return _NO_ENTRY
+        found = _entries.entry_of(kernel, args, key) or _NO_ENTRY
+        _entries_by_kernel.setdefault(kernel, {})[key] = found
+    return found
 
 
 _pool = None
 _pool_lock = threading.Lock()
-_spin = _entries = None  # the modules _spin and _entries, imported with the first pool
+_spin = _entries = _warm = None  # modules imported with the first pool
 
 
 def _forget_pool():
@@ -226,7 +228,12 @@ def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
         return
     pool = _pool
     if pool is None:
-        global _spin, _entries
+        global _spin, _entries, _warm
+        from . import _warm
+
+        if _warm.pending(_warm.POOL_FIRST):  # (a fresh machine: another process is compiling the pool)
+            kernel(*args, 0, n_items)
+            return
         from . import _entries, _spin  # (numba: only compiled kernels run in parallel)
 
         with _pool_lock:

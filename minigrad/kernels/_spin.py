@@ -23,7 +23,7 @@ reports "I finished the last chunk" only from its next compiled poll, once it ha
 
 The counters array (int64, one field per cache line where threads write):
 - ``STARTED``: number of the latest job (1, 2, ...). The fields of job j sit at ``_slot(j)``
-  (entry address, argument block address, items, chunks, helpers); two sets of fields alternate,
+  (addresses of the entry, the kernel and the arguments; items, chunks, helpers); two sets of fields alternate,
   so a worker that reads job j's fields late never sees job j + 1's half written;
 - ``NEXT``: (job << 32) | (chunks taken from the front << 16) | chunks taken from the back.
   Claiming a chunk is one compare-and-swap that checks the job number too: a worker still busy
@@ -45,8 +45,8 @@ POLLS = 200_000  # how often to look before sleeping: a fraction of a millisecon
 SETTLE = 30_000  # polls (a few microseconds) a worker waits before it runs a Python job: see above
 
 STARTED, NEXT, DONE, FINISHED = 0, 8, 16, 24  # (8 int64 = 64 bytes apart: a cache line each)
-FIELDS = 32  # job j's fields at FIELDS + 8 * (j % 2): ENTRY, BLOCK, N_ITEMS, N_CHUNKS, N_HELPERS
-ENTRY, BLOCK, N_ITEMS, N_CHUNKS, N_HELPERS = range(5)
+FIELDS = 32  # job j's fields at FIELDS + 8 * (j % 2): ENTRY, KERNEL, BLOCK, N_ITEMS, N_CHUNKS, N_HELPERS
+ENTRY, KERNEL, BLOCK, N_ITEMS, N_CHUNKS, N_HELPERS = range(6)
 SIZE = FIELDS + 16
 _JOB_SHIFT, _BACK_BITS = 32, 16  # NEXT = job << 32 | chunks taken from the front << 16 | from the back
 _BACK_MASK = (1 << _BACK_BITS) - 1
@@ -115,15 +115,15 @@ def _compare_and_swap(typingctx, counters, index, expected, new):
 
 
 @intrinsic
-def _call_entry(typingctx, entry, block, start, stop):
-    """Call the C function at address ``entry``: void entry(int64 block, int64 start, int64 stop)."""
+def _call_entry(typingctx, entry, kernel, block, start, stop):
+    """Call the C function at address ``entry``: void entry(kernel, block, start, stop), all int64."""
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        function = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [i64, i64, i64]).as_pointer())
+        function = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [i64] * 4).as_pointer())
         builder.call(function, args[1:])
         return context.get_dummy_value()
 
-    return types.none(types.int64, types.int64, types.int64, types.int64), codegen
+    return types.none(*[types.int64] * 5), codegen
 
 
 @jit
@@ -139,7 +139,7 @@ def run_chunks(counters, job, from_back):
     thread gets the same rows in every launch of the same shape, so a backward kernel reads the
     rows its own thread's forward kernel wrote, still in that core's cache."""
     fields = _slot(job)
-    entry, block = counters[fields + ENTRY], counters[fields + BLOCK]
+    entry, kernel, block = counters[fields + ENTRY], counters[fields + KERNEL], counters[fields + BLOCK]
     n_items, n_chunks = counters[fields + N_ITEMS], counters[fields + N_CHUNKS]
     while True:
         claim = _load_acquire(counters, NEXT)
@@ -151,7 +151,7 @@ def run_chunks(counters, job, from_back):
         else:
             chunk, taken = front, claim + (1 << _BACK_BITS)
         if _compare_and_swap(counters, NEXT, claim, taken):
-            _call_entry(entry, block, chunk * n_items // n_chunks, (chunk + 1) * n_items // n_chunks)
+            _call_entry(entry, kernel, block, chunk * n_items // n_chunks, (chunk + 1) * n_items // n_chunks)
             _fetch_add(counters, DONE, 1)
 
 
@@ -183,10 +183,11 @@ def serve(counters, worker, seen, report, polls, settle):
 
 
 @jit
-def publish(counters, job, entry, block, n_items, n_chunks, n_helpers):
+def publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers):
     """Make job number ``job`` the current one (entry 0: a Python job)."""
     fields = _slot(job)
     counters[fields + ENTRY] = entry
+    counters[fields + KERNEL] = kernel
     counters[fields + BLOCK] = block
     counters[fields + N_ITEMS] = n_items
     counters[fields + N_CHUNKS] = n_chunks
@@ -207,10 +208,10 @@ def wait_done(counters, n_chunks, polls):
 
 
 @jit
-def launch(counters, job, entry, block, n_items, n_chunks, n_helpers, polls):
+def launch(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers, polls):
     """The caller of a compiled job: publish it, take chunks, then wait for the others' (at most
     ``polls`` polls). True if every chunk is done."""
-    publish(counters, job, entry, block, n_items, n_chunks, n_helpers)
+    publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers)
     run_chunks(counters, job, False)
     return wait_done(counters, n_chunks, polls)
 

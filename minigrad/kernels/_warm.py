@@ -9,9 +9,15 @@ process. Meanwhile this process compiles, on first use, everything else. When it
 that the other process has not finished, it first compiles its own kernels that a training step
 will need (``OWN``), then waits, and loads the other's machine code from the cache.
 
+Then the other process compiles the thread pool's own compiled parts (``warm_pool``: its polling
+loops and the argument packing, ``_spin.py`` and ``_entries.py``), and, last, runs each kernel file's warm-up once more with every kernel launched on the pool, which compiles
+the kernels' entries (``_entries.py``). Until each is ready, this process does without it (see
+``pending``) instead of compiling it too: kernels run on one thread, then on the pool from Python.
+
 The result is the same machine code, compiled by the same numba for the same CPU; only the
 wall-clock time changes. ``MINIGRAD_COMPILE_AHEAD=0`` turns this off.
 """
+import contextlib
 import glob
 import os
 import subprocess
@@ -21,6 +27,7 @@ import threading
 import numpy as np
 
 AHEAD = ("attention",)  # the kernel files the second process compiles (the largest first)
+POOL_FIRST, POOL_LAST = "pool", "pool-entries"  # what it does before and after them (see above)
 OWN = ("matmul", "layernorm", "gelu", "cross_entropy", "embedding", "reduce", "adam")
 WAIT_SECONDS = 300  # give up waiting (and compile here) if the other process takes longer
 
@@ -63,15 +70,64 @@ def warm_up(file):
         module.masked_softmax_backward_numba(y, x, 0.5)
 
 
+def _array_kinds():
+    """One small array of each kind the kernels are launched with on the pool."""
+    x = np.zeros((2, 2, 2, 2), dtype=np.float32)
+    readonly = np.broadcast_to(x[:1], x.shape)  # (a read-only view, zero strides: numba's 'A' layout)
+    return [x[0, 0], x[0, 0, 0], x[0], x, np.asfortranarray(x[0]), x[:, :, :, ::2], readonly,
+            np.broadcast_to(np.ones((1, 1, 1, 2), dtype=np.bool_), x.shape), np.zeros(2, dtype=np.int64)]
+
+
+def warm_pool():
+    """Compile (or load) the thread pool's compiled parts: no kernel runs."""
+    from . import _entries, _spin
+
+    counters = np.zeros(_spin.SIZE, dtype=np.int64)
+    _spin.serve(counters, 0, 0, 0, 1, 0)
+    _spin.publish(counters, 1, 0, 0, 0, 0, 0, 0)
+    _spin.launch(counters, 2, 0, 0, 0, 0, 0, 0, 1)  # (no chunks to run)
+    _spin.wait_done(counters, 0, 1)
+    _spin.wait_until_equal(counters, 0, 0, 1)
+    block = np.zeros(_entries.BLOCK_SIZE, dtype=np.int64)
+    for array in _array_kinds():
+        _entries.pack_array(block.ctypes.data, 0, array)
+
+
+@contextlib.contextmanager
+def every_launch_on_the_pool():
+    """Within: every kernel, however small its input, runs on the thread pool (2 threads)."""
+    import importlib
+
+    from . import _parallel, _rows
+
+    modules = {name: importlib.import_module(f"{__package__}.{name}")
+               for name in ("matmul", "attention", "gelu", "reduce", "layernorm")}
+    saved = [(modules["matmul"], "SERIAL_FLOPS"), (modules["attention"], "SERIAL_FLOPS"),
+             (modules["gelu"], "PARALLEL_MIN_ELEMENTS_EXP"), (modules["reduce"], "PARALLEL_MIN_ELEMENTS"),
+             (_rows, "use_threads"), (modules["layernorm"], "use_threads")]
+    saved = [(module, name, getattr(module, name)) for module, name in saved]
+    threads = _parallel.get_num_threads()
+    try:
+        for module, name, _ in saved:
+            setattr(module, name, 0)
+        _rows.use_threads = modules["layernorm"].use_threads = lambda x, min_elements=0: x.dtype == np.float32
+        _parallel.set_num_threads(2)
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+        _parallel.set_num_threads(threads)
+
+
 class _Ahead:
     """The second process, and which of its files are ready."""
 
     def __init__(self, files):
-        self.pending = set(files)
+        self.pending = {POOL_FIRST, *files, POOL_LAST}
         self.ready = threading.Condition()
         env = dict(os.environ, MINIGRAD_COMPILE_AHEAD="0", MINIGRAD_QUIET_COMPILE="1")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", __name__, *files], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            [sys.executable, "-m", __name__, *files, POOL_FIRST, POOL_LAST], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL, env=env, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -93,6 +149,14 @@ class _Ahead:
 _ahead = None
 _started = False
 _lock = threading.Lock()
+
+
+def pending(name):
+    """True while the other process is still at ``name`` (a kernel file, POOL_FIRST or POOL_LAST):
+    the thread pool runs kernels on one thread until POOL_FIRST is ready, and from Python until
+    POOL_LAST is, rather than compile here what the other process is compiling."""
+    ahead = _ahead
+    return ahead is not None and name in ahead.pending
 
 
 def _cache_is_cold(files):
@@ -135,5 +199,15 @@ if hasattr(os, "register_at_fork"):
 
 if __name__ == "__main__":
     for name in sys.argv[1:]:
-        warm_up(name)
-        print("ready", name, flush=True)
+        if name == POOL_FIRST:
+            warm_pool()
+        elif name == POOL_LAST:
+            with every_launch_on_the_pool():
+                for file in (*AHEAD, *OWN):
+                    warm_up(file)
+        else:
+            warm_up(name)
+        try:
+            print("ready", name, flush=True)
+        except OSError:  # the first process has exited: compile the rest for the next run all the same
+            sys.stdout = open(os.devnull, "w")
