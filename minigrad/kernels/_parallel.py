@@ -3,10 +3,14 @@
 Every parallel kernel in minigrad is a compiled function over a range of work items,
 ``kernel(*args, start, stop)``, that releases the GIL while it runs (numba's ``nogil``). To run it
 in parallel, ``parallel_for(kernel, n_items, *args)`` cuts ``range(n_items)`` into chunks, and the
-calling thread and the pool's worker threads take chunks one after the other until none is left:
+calling thread takes chunks from the front and the pool's worker threads from the back, until
+none is left:
 
-    thread 0 (the caller):  chunk 0, chunk 2, chunk 3, ...
-    thread 1 (a worker):    chunk 1, chunk 4, ...
+    thread 0 (the caller):  chunk 0, chunk 1, ...
+    thread 1 (a worker):    chunk 3, chunk 2, ...
+
+(When both keep pace, a thread gets the same rows in every launch of the same shape: a backward
+kernel then reads the rows its own thread's forward kernel wrote, still in that core's cache.)
 
 Why not numba's own ``prange``:
 - Compile time. Lowering a ``parallel=True`` function takes numba seconds each, and they were most
@@ -20,10 +24,13 @@ Why not numba's own ``prange``:
 
 Handing out chunks happens in compiled code, without the GIL (``_spin.py``): between kernels a
 worker polls a counter for a fraction of a millisecond, and when the caller publishes a job, the
-worker starts on a chunk within a microsecond, calling the kernel through its compiled entry
-(``_entries.py``), with no Python in between. A worker that has polled long enough with nothing
-to do sleeps until the next launch wakes it (tens of microseconds). That sets the smallest kernel
-worth sharing (the thresholds in matmul.py, attention.py, _rows.py).
+worker starts on a chunk within a microsecond, calling the kernel through a compiled entry
+(``_entries.py``), with no Python in between. A launch costs about three microseconds in all,
+most of it Python's (writing the arguments into a block of numbers, waking the workers). A
+worker that has polled long enough with nothing to do sleeps until the next launch wakes it (tens
+of microseconds). That sets the smallest kernel worth sharing (the thresholds in matmul.py,
+attention.py, _rows.py). A kernel with no compiled entry (a Python function) runs on the pool from
+Python, as ``_Job`` below.
 
 The thread count is ``minigrad.set_num_threads(n)`` / ``get_num_threads()``, read at start from
 ``MINIGRAD_NUM_THREADS`` (or numba's ``NUMBA_NUM_THREADS``), else the cores this process may use.
