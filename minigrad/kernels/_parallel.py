@@ -116,7 +116,10 @@ class _Job:
 
 class _Worker:
     """A daemon thread that helps with each job of the pool. Between jobs it polls the pool's job
-    counter (``_spin.serve``, which also runs compiled jobs), then sleeps until woken."""
+    counter (``_spin.serve``, which also runs compiled jobs), then sleeps until woken. While it
+    polls it offers its core to any other thread waiting for it, every microsecond or two: beside
+    another busy program, a polling worker would otherwise take the core from that program and
+    from the caller's own Python code between kernels."""
 
     def __init__(self, pool, number):
         self.wake = threading.Event()

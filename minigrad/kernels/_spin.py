@@ -4,7 +4,10 @@ wait for each other without the GIL.
 A worker thread spends its whole life between kernels here, in compiled code that holds no GIL:
 
     serve:        poll the job counter; when a new job appears, take its chunks (run_chunks) and
-                  poll again; after a fraction of a millisecond with no job, return to Python to sleep
+                  poll again; after a fraction of a millisecond with no job, return to Python to
+                  sleep. Every microsecond or two of polling, offer the core to any other thread
+                  waiting for it (``sched_yield``): beside a busy program, polling must not
+                  take the core that program, or the caller's own Python code, needs
     run_chunks:   claim the next chunk of the job (compare-and-swap on one counter), call the
                   kernel's compiled entry on it (``_entries.py``), count it done; until none is left
     launch:       (the caller) publish the job, take chunks like any worker, then poll until every
@@ -37,11 +40,15 @@ every time and so sees the other threads' writes; the other atomics are LLVM's o
 """
 from ._jit import jit  # first: it sets LLVM options before numba is imported
 
+import sys  # noqa: E402
+
 from llvmlite import ir  # noqa: E402
+from numba.core import cgutils  # noqa: E402
 from numba import types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
 POLLS = 200_000  # how often to look before sleeping: a fraction of a millisecond
+YIELD_EVERY = 2_000  # polls (a microsecond or two) between offers of the core to another thread
 SETTLE = 30_000  # polls (a few microseconds) a worker waits before it runs a Python job: see above
 
 STARTED, NEXT, DONE, FINISHED = 0, 8, 16, 24  # (8 int64 = 64 bytes apart: a cache line each)
@@ -126,6 +133,19 @@ def _call_entry(typingctx, entry, kernel, block, start, stop):
     return types.none(*[types.int64] * 5), codegen
 
 
+@intrinsic
+def _yield_cpu(typingctx):
+    """Let another thread that is waiting for this core run now (POSIX ``sched_yield``); when
+    none is waiting, it returns at once. Nothing on Windows."""
+    def codegen(context, builder, signature, args):
+        if not sys.platform.startswith("win"):
+            function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(32), []), "sched_yield")
+            builder.call(function, [])
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
 @jit
 def _slot(job):
     return FIELDS + 8 * (job % 2)
@@ -159,6 +179,8 @@ def run_chunks(counters, job, from_back):
 def serve(counters, worker, seen, report, polls, settle):
     """A worker between jobs: -> (latest job seen, True if it is a Python job to run).
 
+    Every YIELD_EVERY polls it offers the core to another thread (``_yield_cpu``).
+
     Stores FINISHED = report first (if report > 0). Runs the chunks of every compiled job that
     appears; returns when a Python job appears, or after ``polls`` polls with nothing new. Worker
     number ``worker`` (0, 1, ...) helps only with jobs whose helper count is above it."""
@@ -169,6 +191,8 @@ def serve(counters, worker, seen, report, polls, settle):
         job = _load_acquire(counters, STARTED)
         if job == seen:
             idle += 1
+            if idle % YIELD_EVERY == 0:
+                _yield_cpu()  # (beside a busy program, give it the core rather than spin)
             continue
         seen, idle = job, 0
         fields = _slot(job)
