@@ -152,18 +152,17 @@ def pack(block, floats, address, args):
     key = []
     for i, arg in enumerate(args):
         kind = type(arg)
-        if kind is np.ndarray:
-            if not 1 <= arg.ndim <= MAX_NDIM:
-                return None
+        if kind is np.ndarray and arg.ndim <= MAX_NDIM:
             key.append(pack_array(address, i, arg))
-        elif kind in _SCALARS:
-            key.append(_SCALARS[kind])
-            if key[-1].startswith("float"):
-                floats[i * SLOTS] = arg
-            else:
-                block[i * SLOTS] = arg
-        else:
+            continue
+        name = _SCALARS.get(kind)
+        if name is None:
             return None
+        key.append(name)
+        if name[0] == "f":
+            floats[i * SLOTS] = arg
+        else:
+            block[i * SLOTS] = arg
     return tuple(key)
 
 

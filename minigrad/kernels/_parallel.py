@@ -123,6 +123,7 @@ class _Worker:
 
     def __init__(self, pool, number):
         self.wake = threading.Event()
+        self.sleeping = False  # (set under the GIL: the caller wakes only a sleeping worker)
         self.pool, self.number = pool, number
         threading.Thread(target=self._loop, name=f"minigrad-worker-{number + 1}", daemon=True).start()
 
@@ -133,7 +134,10 @@ class _Worker:
             seen, python_job = _spin.serve(counters, self.number, seen, finished, _spin.POLLS, _spin.SETTLE)
             finished = 0
             if not python_job:  # nothing new for a while: sleep until the next launch
-                self.wake.wait()
+                self.sleeping = True
+                if counters[_spin.STARTED] == seen:  # (else a job came meanwhile: serve it)
+                    self.wake.wait()
+                self.sleeping = False
                 self.wake.clear()
                 continue
             job = self.pool.job
@@ -166,7 +170,8 @@ class _Pool:
             block = self.block_of[number % 2]
             entry, machine_code = _entry_of(kernel, args, block)
             for worker in self.workers[: n_threads - 1]:
-                worker.wake.set()  # (a sleeping worker starts polling; a polling one sees the job first)
+                if worker.sleeping:  # (a polling worker sees the job by itself)
+                    worker.wake.set()
             if entry:
                 if not _spin.launch(self.counters, number, entry, machine_code, block[2], n_items, n_chunks, n_threads - 1, _spin.POLLS):
                     while not _spin.wait_done(self.counters, n_chunks, _spin.POLLS):
