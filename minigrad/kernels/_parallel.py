@@ -173,8 +173,8 @@ class _Pool:
                 if worker.sleeping:  # (a polling worker sees the job by itself)
                     worker.wake.set()
             if entry:
-                if not _spin.launch(self.counters, number, entry, machine_code, block[2], n_items, n_chunks, n_threads - 1, _spin.POLLS):
-                    while not _spin.wait_done(self.counters, n_chunks, _spin.POLLS):
+                if not _spin.launch(self.counters, number, entry, machine_code, block[2], n_items, n_chunks, n_threads - 1, _WAIT_POLLS):
+                    while not _spin.wait_done(self.counters, n_chunks, _WAIT_POLLS):
                         time.sleep(_SLEEP)  # a chunk is slow (or its thread is not running): let it have the core
                 return None
             job = _Job(kernel, args, n_items, n_chunks)
@@ -190,6 +190,7 @@ class _Pool:
             self.busy.release()
 
 
+_WAIT_POLLS = 2_000_000  # the caller's wait for other threads' chunks: a millisecond or two, yielding
 _SLEEP = 20e-6
 _entries_by_kernel = {}  # numba kernel -> {type code: (entry, machine code) addresses}, or None: no entries
 _NO_ENTRY = (0, 0)

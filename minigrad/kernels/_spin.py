@@ -223,11 +223,13 @@ def publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers):
 
 @jit
 def wait_done(counters, n_chunks, polls):
-    """Poll until all ``n_chunks`` chunks of the current job are done, at most ``polls`` times;
-    True if they are."""
-    for _ in range(polls):
+    """Poll until all ``n_chunks`` chunks of the current job are done, at most ``polls`` times,
+    offering the core to another thread every YIELD_EVERY polls; True if they are done."""
+    for i in range(polls):
         if _load_acquire(counters, DONE) == n_chunks:
             return True
+        if i % YIELD_EVERY == YIELD_EVERY - 1:
+            _yield_cpu()  # (a worker that lost its core may be waiting for this one)
     return False
 
 
