@@ -208,6 +208,34 @@ def test_compiled_launches_from_two_threads_at_once_both_finish_correctly(thread
     assert not errors, errors
 
 
+@jit
+def _slow_add_ones(out, start, stop):
+    for i in range(start, stop):
+        total = 0.0
+        for k in range(20_000):  # (about ten microseconds per item: long enough for a worker to join)
+            total += k * 1e-9
+        out[i] += 1 + total * 0
+
+
+def test_a_sleeping_worker_is_woken_and_helps(threads, monkeypatch):
+    """Workers that poll only briefly fall asleep between launches; every launch must still be
+    complete, and the woken worker must take chunks (it takes them from the back)."""
+    import time
+
+    from minigrad.kernels import _spin
+
+    threads(2)
+    monkeypatch.setattr(_spin, "POLLS", 100)  # (read by the worker at each wait: it sleeps at once)
+    helped = 0
+    for _ in range(40):
+        time.sleep(0.002)  # the worker is asleep by now
+        out = np.zeros(8, dtype=np.int64)
+        _parallel.parallel_for(_slow_add_ones, 8, out, chunks_per_thread=4)
+        np.testing.assert_array_equal(out, np.ones(8, dtype=np.int64))
+        helped += int(_parallel._pool.counters[_spin.NEXT]) & 0xFFFF  # chunks taken from the back
+    assert helped > 0, "no worker ever joined a launch"
+
+
 def test_the_compile_ahead_process_can_put_every_kernel_on_the_pool(threads):
     """What the second process of a first start does to compile the pool's entries (_warm.py):
     within every_launch_on_the_pool a tiny softmax runs through a compiled entry; afterwards the
