@@ -184,6 +184,22 @@ def test_a_kernel_whose_arguments_the_block_cannot_hold_runs_from_python(threads
     assert not _entry_address(with_tuple)
 
 
+def test_a_kernel_that_returns_a_value_runs_from_python(threads):
+    """An entry calls kernels that return nothing; one that returns a value gets no entry."""
+    threads(2)
+
+    @jit
+    def returns(out, start, stop):
+        for i in range(start, stop):
+            out[i] = 7
+        return stop - start
+
+    out = np.zeros(10)
+    _parallel.parallel_for(returns, 10, out)
+    np.testing.assert_array_equal(out, np.full(10, 7.0))
+    assert not _entry_address(returns)
+
+
 def test_compiled_launches_from_two_threads_at_once_both_finish_correctly(threads):
     threads(2)
     go = threading.Event()

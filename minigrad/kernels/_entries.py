@@ -7,8 +7,8 @@ functions, *entries*, which all have one signature, whatever the kernel's argume
 
     void entry(int64 kernel, int64 block, int64 start, int64 stop)
 
-- ``block`` is the address of an int64 array that holds the arguments, written by ``pack``: nine
-  numbers per argument,
+- ``block`` is the address of an int64 array that holds the arguments, written by ``pack`` (arrays
+  by ``pack_array``, compiled once per array type; numbers from Python): nine numbers per argument,
 
       array:        data address, shape (4 slots), strides in bytes (4 slots)
       float:        its 64 bits (a float32 argument is widened to float64 and back)
@@ -19,8 +19,9 @@ functions, *entries*, which all have one signature, whatever the kernel's argume
   compiled function from another (``_call_native``).
 
 One entry serves every kernel compiled for the same argument types (softmax and log-softmax, say).
-``pack`` returns a code of the argument types (a CRC of their numba names), which picks the kernel's
-machine code and entry: arguments are never unpacked as the wrong types. An entry is compiled the
+``pack`` returns a key of the argument types (for an array, a CRC of its numba type; for a number,
+its kind), which picks the kernel's machine code and entry: arguments are never unpacked as the
+wrong types. An entry is compiled the
 first time it is needed and cached by numba like every kernel: a fraction of a second once, a
 millisecond or two to load afterwards. A kernel that is not a numba function, or takes an argument
 of another kind, has no entry: the pool runs it from Python (``_parallel.py``).
@@ -221,7 +222,7 @@ def entry_of(kernel, args, key):
         return None
     try:
         compiled = _machine_code(kernel, arg_types)
-        if compiled is None:
+        if compiled is None or compiled.signature.return_type != types.none:  # (entries return nothing)
             return None
         declared = compiled.signature.args[:-2]
         entry = _entries.get(declared)
