@@ -123,6 +123,7 @@ def test_startup_json(capsys):
     assert startup["runs"] == 1 and len(startup["cold_runs_s"]) == len(startup["warm_runs_s"]) == 1
     assert 0 < startup["warm_s"] < startup["cold_s"]
     assert list(startup["cold"])[-2:] == ["+ first training step", "process wall"]
+    assert len(startup["ahead_tail_s"]) == 1 and startup["ahead_tail_s"][0] >= 0  # (waited for before the warm run)
     assert set(startup["kernels"]["warm"]) >= {"import minigrad", "+ float32 matmul", "+ softmax fwd/bwd"}
 
 
