@@ -173,8 +173,10 @@ class _Pool:
                 if worker.sleeping:  # (a polling worker sees the job by itself)
                     worker.wake.set()
             if entry:
-                if not _spin.launch(self.counters, number, entry, machine_code, block[2], n_items, n_chunks, n_threads - 1, _WAIT_POLLS):
-                    while not _spin.wait_done(self.counters, n_chunks, _WAIT_POLLS):
+                counters = self.counters
+                if not _spin.launch(counters, number, entry, machine_code, block[2], n_items, n_chunks,
+                                    n_threads - 1, _WAIT_POLLS):
+                    while not _spin.wait_done(counters, n_chunks, _WAIT_POLLS):
                         time.sleep(_SLEEP)  # a chunk is slow (or its thread is not running): let it have the core
                 return None
             job = _Job(kernel, args, n_items, n_chunks)
@@ -192,15 +194,15 @@ class _Pool:
 
 _WAIT_POLLS = 2_000_000  # the caller's wait for other threads' chunks: a millisecond or two, yielding
 _SLEEP = 20e-6
-_entries_by_kernel = {}  # numba kernel -> {type code: (entry, machine code) addresses}, or None: no entries
+_entries_by_kernel = {}  # numba kernel -> {pack key: (entry, machine code) addresses}
 _NO_ENTRY = (0, 0)
 
 
 def _entry_of(kernel, args, block):
-    """Pack ``args`` into ``block`` (array, float64 view, address); -> the addresses (entry, kernel's machine code) for them, or
-    (0, 0) if the kernel runs from Python."""
+    """Pack ``args`` into ``block`` (array, float64 view, address); -> the addresses (entry,
+    kernel's machine code) for them, or (0, 0) if the kernel runs from Python."""
     entries = _entries_by_kernel.get(kernel, ())
-    if entries is None or not _entries.is_kernel(kernel):
+    if not _entries.is_kernel(kernel):
         return _NO_ENTRY
     key = _entries.pack(*block, args)
     if key is None:  # an argument of a kind the block cannot hold: run the kernel from Python

@@ -139,7 +139,8 @@ def _yield_cpu(typingctx):
     none is waiting, it returns at once. Nothing on Windows."""
     def codegen(context, builder, signature, args):
         if not sys.platform.startswith("win"):
-            function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(32), []), "sched_yield")
+            signature = ir.FunctionType(ir.IntType(32), [])
+            function = cgutils.get_or_insert_function(builder.module, signature, "sched_yield")
             builder.call(function, [])
         return context.get_dummy_value()
 

@@ -10,9 +10,11 @@ that the other process has not finished, it first compiles its own kernels that 
 will need (``OWN``), then waits, and loads the other's machine code from the cache.
 
 Then the other process compiles the thread pool's own compiled parts (``warm_pool``: its polling
-loops and the argument packing, ``_spin.py`` and ``_entries.py``), and, last, runs each kernel file's warm-up once more with every kernel launched on the pool, which compiles
-the kernels' entries (``_entries.py``). Until each is ready, this process does without it (see
-``pending``) instead of compiling it too: kernels run on one thread, then on the pool from Python.
+loops and the argument packing, ``_spin.py`` and ``_entries.py``), and, last, runs each kernel
+file's warm-up once more with every kernel launched on the pool, which compiles the kernels'
+entries (``_entries.py``). Until each is ready, this process does without it (see ``pending``)
+instead of compiling it too: kernels run on one thread, then on the pool from Python. The other
+process finishes its work even if this one has exited meanwhile, for the next run's sake.
 
 The result is the same machine code, compiled by the same numba for the same CPU; only the
 wall-clock time changes. ``MINIGRAD_COMPILE_AHEAD=0`` turns this off.
@@ -127,7 +129,8 @@ class _Ahead:
         self.ready = threading.Condition()
         env = dict(os.environ, MINIGRAD_COMPILE_AHEAD="0", MINIGRAD_QUIET_COMPILE="1")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", __name__, *files, POOL_FIRST, POOL_LAST], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            [sys.executable, "-m", __name__, *files, POOL_FIRST, POOL_LAST],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL, env=env, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
