@@ -123,6 +123,25 @@ def test_softmax_extreme_and_masked_rows(dtype):
         np.testing.assert_array_equal(dx[3], g[3])  # exp(-inf) = 0, so dx = g
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_columns", [5, softmax_module.SHORT_ROW - 1, softmax_module.SHORT_ROW, 300])
+def test_softmax_short_and_long_rows_treat_special_rows_alike(n_columns, dtype):
+    """Rows shorter than SHORT_ROW take another path (one flat pass of exponentials): an all -inf
+    row still gives zeros, a -inf entry a zero weight, and a NaN makes its row NaN, not zeros."""
+    rng = np.random.default_rng(n_columns)
+    x = (3 * rng.standard_normal((6, n_columns))).astype(dtype)
+    x[1] = -np.inf
+    x[2, ::2] = -np.inf
+    x[3, n_columns // 2] = np.nan
+    x[4, 0] = 1e4
+    with np.errstate(invalid="ignore"):
+        y_ref = softmax_forward_numpy(x)
+    y = softmax_forward_numba(x)
+    np.testing.assert_allclose(y, y_ref, rtol=RTOL[dtype], atol=ATOL[dtype])  # (NaN matches NaN)
+    assert np.all(y[1] == 0) and np.all(y[2, ::2] == 0) and np.all(np.isnan(y[3]))
+    np.testing.assert_allclose(y[[0, 2, 4, 5]].sum(axis=1), 1, rtol=RTOL[dtype] * n_columns)
+
+
 def test_softmax_backward_matches_the_jacobian():
     rng = np.random.default_rng(1)
     x, g = rng.standard_normal((1, 6)), rng.standard_normal((1, 6))
