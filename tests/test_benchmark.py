@@ -127,6 +127,36 @@ def test_startup_json(capsys):
     assert set(startup["kernels"]["warm"]) >= {"import minigrad", "+ float32 matmul", "+ softmax fwd/bwd"}
 
 
+def test_measurements_wait_for_the_background_compile(monkeypatch):
+    """On an empty cache the first kernel starts minigrad's compile-ahead process; the benchmark
+    times nothing until it has exited (timed beside it, every section would see a busy machine)."""
+    import subprocess
+    import sys
+    import threading
+    import types
+
+    from minigrad.kernels import _warm
+
+    monkeypatch.setattr(_warm, "_ahead", None)
+    assert system.finish_background_compile() is None
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    monkeypatch.setattr(_warm, "_ahead", types.SimpleNamespace(process=process, ready=threading.Condition(),
+                                                               pending=set()))
+    waited = system.finish_background_compile()
+    assert process.poll() == 0 and waited >= 0.2
+    info = dict(system_info_for_format(), background_compile_wait_s=waited)
+    assert f"waited {waited:.1f} s for its background compile" in system.format_system(info)
+
+
+def system_info_for_format():
+    """The fields format_system reads, with placeholder values."""
+    return {"cpu": "a CPU", "cpu_flags": ["avx2"], "cores": 2, "usable_cores": 2, "llvm_cpu": "haswell",
+            "simd": "avx2", "matmul_tile": "4x16", "kernels": {}, "minigrad_threads": 2,
+            "minigrad_parallel": "pool", "torch_threads": None, "blas_threads": None, "python": "3",
+            "numpy": "2", "numba": "0", "torch": None, "blas": "openblas", "minigrad_backend": "numba",
+            "first_matmul_call_s": 0.1, "environment": {}}
+
+
 def test_simd_target_and_thread_control():
     name, level = system.simd_target()
     assert name and level in ("avx512", "avx2", "neon", "sse")

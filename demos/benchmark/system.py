@@ -95,6 +95,23 @@ def blas_summary():
     return ", ".join(parts) or "unknown (pip install threadpoolctl)", runtime.get("threads")
 
 
+def finish_background_compile():
+    """Wait for minigrad's compile-ahead process, if this process started one (an empty cache:
+    kernels/_warm.py compiles attention and the thread pool's parts in a second process). Timed
+    beside it, every section would measure a busy machine, and the pool would still run kernels
+    from Python. -> seconds waited, or None if there was no such process."""
+    from minigrad.kernels import _warm
+
+    ahead = _warm._ahead
+    if ahead is None:
+        return None
+    t0 = time.perf_counter()
+    ahead.process.wait()
+    with ahead.ready:  # (its reader thread marks everything ready once the process has exited)
+        ahead.ready.wait_for(lambda: not ahead.pending, timeout=10)
+    return time.perf_counter() - t0
+
+
 def system_info(torch):
     import numba
 
@@ -106,6 +123,7 @@ def system_info(torch):
     t0 = time.perf_counter()
     implementation("matmul", "numba")(square, square)
     first_call = time.perf_counter() - t0
+    background = finish_background_compile()
     try:
         layer = numba.threading_layer()
     except ValueError:  # numba's parallel threads never started (minigrad runs its own)
@@ -125,6 +143,7 @@ def system_info(torch):
         "minigrad_backend": minigrad.get_backend(), "minigrad_threads": minigrad_threads(),
         "minigrad_parallel": minigrad_parallelism(description), "kernels": description,
         "numba_threads": numba.get_num_threads(), "numba_threading_layer": layer, "first_matmul_call_s": first_call,
+        "background_compile_wait_s": background,
         "torch_threads": torch.get_num_threads() if torch else None, "blas_threads": blas_threads,
         "environment": {k: os.environ[k] for k in ENVIRONMENT if k in os.environ},
     }
@@ -145,7 +164,9 @@ def format_system(info):
         f"numpy    BLAS: {info['blas']}",
         f"minigrad backend: {info['minigrad_backend']} (first matmul call in this process: "
         f"{info['first_matmul_call_s']:.2f} s; many seconds mean it was compiled rather than loaded "
-        "from the cache)",
+        "from the cache)"
+        + ("" if info.get("background_compile_wait_s") is None else
+           f"; the measurements waited {info['background_compile_wait_s']:.1f} s for its background compile"),
         "env      " + (", ".join(f"{k}={v}" for k, v in info["environment"].items())
                        or "(no OPENBLAS_*, OMP_*, NUMBA_* or MINIGRAD_* setting)"),
     ]
