@@ -119,7 +119,9 @@ def _softmax_forward_rows(x, y, start, stop):
                 shift = x.dtype.type(0)
             for j in range(n):
                 y[r, j] = x[r, j] - shift
-        block = y.reshape(-1)[start * n:stop * n]  # (a view indexed from 0: LLVM vectorises it)
+        # (a view indexed from 0: indexing y from start * n, numba would check for negative indices,
+        # and that check keeps LLVM from vectorising the loop)
+        block = y.reshape(-1)[start * n:stop * n]
         for k in range(block.shape[0]):
             block[k] = fast_exp(block[k])
         for r in range(start, stop):
