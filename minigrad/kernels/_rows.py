@@ -21,8 +21,15 @@ PARALLEL_MIN_ELEMENTS = 32 * 1024
 PARALLEL_MIN_ELEMENTS_EXP = 8 * 1024
 
 
+_FLOAT32, _FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def as_rows(name, x, ndim=2):
     """``x`` as a C-contiguous, writeable float32 or float64 array of ``ndim`` dims (else raise)."""
+    if type(x) is np.ndarray and x.ndim == ndim and (x.dtype is _FLOAT32 or x.dtype is _FLOAT64):
+        flags = x.flags
+        if flags.c_contiguous and flags.writeable:  # already so (the usual case): no checks to run
+            return x
     x = np.asarray(x)
     if x.ndim != ndim:
         raise ValueError(f"{name}: expected a {ndim}-D array, got shape {x.shape}")
@@ -46,7 +53,7 @@ def same_rows(name, reference, other):
 
 def use_threads(x, min_elements=PARALLEL_MIN_ELEMENTS):
     """True if a kernel over rows ``x`` should split them over threads (float32, 2 rows or more)."""
-    return x.dtype == np.float32 and x.shape[0] >= 2 and x.size >= min_elements and get_num_threads() > 1
+    return x.dtype is _FLOAT32 and x.shape[0] >= 2 and x.size >= min_elements and get_num_threads() > 1
 
 
 def for_rows(kernel, rows, *args, min_elements=PARALLEL_MIN_ELEMENTS):
