@@ -241,7 +241,8 @@ def test_a_sleeping_worker_is_woken_and_helps(threads, monkeypatch):
     from minigrad.kernels import _spin
 
     threads(2)
-    monkeypatch.setattr(_spin, "POLLS", 100)  # (read by the worker at each wait: it sleeps at once)
+    monkeypatch.setattr(_spin, "POLLS", 100)  # (read by a new worker: it sleeps after a few polls)
+    monkeypatch.setattr(_parallel, "_pool", None)
     helped = 0
     for _ in range(40):
         time.sleep(0.002)  # the worker is asleep by now
@@ -250,6 +251,112 @@ def test_a_sleeping_worker_is_woken_and_helps(threads, monkeypatch):
         np.testing.assert_array_equal(out, np.ones(8, dtype=np.int64))
         helped += int(_parallel._pool.counters[_spin.NEXT]) & 0xFFFF  # chunks taken from the back
     assert helped > 0, "no worker ever joined a launch"
+
+
+def test_launches_on_a_contended_machine_lose_no_chunk(threads, monkeypatch):
+    """While the machine counts as contended, workers and caller poll only briefly and then sleep
+    (in the futex on Linux): every launch must still be complete, whoever sleeps or wakes late."""
+    import time
+
+    from minigrad.kernels import _spin
+
+    threads(3)
+    monkeypatch.setattr(_parallel, "_pool", None)
+    _parallel.parallel_for(_add_ones, 4, np.zeros(4, dtype=np.int64))  # (creates the pool)
+    _parallel._pool.counters[_spin.CONTENDED] = time.monotonic_ns() + 10**12
+    out = np.zeros(16, dtype=np.int64)
+    for launch in range(300):
+        if launch % 50 == 0:
+            time.sleep(0.002)  # (the workers are asleep by now)
+        kernel = _slow_add_ones if launch % 3 == 0 else _add_ones
+        _parallel.parallel_for(kernel, 16, out, chunks_per_thread=1 + launch % 4)
+    np.testing.assert_array_equal(out, np.full(16, 300))
+
+
+def _pool_worker_thread():
+    """The thread of the first worker of the pool (a fresh pool: see the tests below)."""
+    return _parallel._pool.workers[0].thread
+
+
+_LINUX_TWO_CPUS = pytest.mark.skipif(
+    not (sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2),
+    reason="moving threads between CPUs: Linux with at least 2 CPUs")
+
+
+@_LINUX_TWO_CPUS
+def test_a_worker_on_the_callers_cpu_moves_off_it(threads, monkeypatch):
+    """Two threads of one kernel on one CPU only take turns: a worker that finds itself on the
+    caller's CPU moves to the others (and then helps)."""
+    import time
+
+    cpus = os.sched_getaffinity(0)
+    mine = min(cpus)
+    threads(2)
+    monkeypatch.setattr(_parallel, "_pool", None)
+    _parallel.parallel_for(_add_ones, 4, np.zeros(4, dtype=np.int64))
+    worker = _pool_worker_thread().native_id
+    try:
+        os.sched_setaffinity(0, {mine})  # the caller, and the worker too: both on one CPU
+        os.sched_setaffinity(worker, {mine})
+        out = np.zeros(8, dtype=np.int64)
+        deadline, launches = time.monotonic() + 20, 0
+        while os.sched_getaffinity(worker) == {mine} and time.monotonic() < deadline:  # (until it runs)
+            _parallel.parallel_for(_slow_add_ones, 8, out, chunks_per_thread=4)
+            launches += 1
+        np.testing.assert_array_equal(out, np.full(8, launches))
+        assert os.sched_getaffinity(worker) == cpus - {mine}
+    finally:
+        os.sched_setaffinity(0, cpus)
+
+
+@_LINUX_TWO_CPUS
+def test_a_worker_kept_off_its_core_marks_the_machine_contended(threads, monkeypatch):
+    """A worker that shares its CPU with a busy process waits for its core while awake; it notices
+    it, asks whether the machine is oversubscribed (here: yes), and the pool counts as contended."""
+    import time
+
+    from minigrad.kernels import _spin
+
+    cpus = os.sched_getaffinity(0)
+    mine, its = sorted(cpus)[:2]
+    threads(2)
+    monkeypatch.setattr(_parallel, "_oversubscribed", lambda: True)
+    monkeypatch.setattr(_parallel, "_pool", None)
+    _parallel.parallel_for(_add_ones, 4, np.zeros(4, dtype=np.int64))
+    counters = _parallel._pool.counters
+    assert counters[_spin.CONTENDED] == 0
+    spinner = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{its}}})\n"
+                                "print('spinning', flush=True)\nwhile True: pass"], stdout=subprocess.PIPE)
+    try:
+        spinner.stdout.readline()
+        os.sched_setaffinity(0, {mine})
+        os.sched_setaffinity(_pool_worker_thread().native_id, {its})
+        out = np.zeros(8, dtype=np.int64)
+        deadline = time.monotonic() + 20
+        while counters[_spin.CONTENDED] < time.monotonic_ns() and time.monotonic() < deadline:
+            _parallel.parallel_for(_slow_add_ones, 8, out, chunks_per_thread=4)
+        assert counters[_spin.CONTENDED] > time.monotonic_ns(), "the worker never noticed it waited for its core"
+    finally:
+        os.sched_setaffinity(0, cpus)
+        spinner.kill()
+        spinner.wait()
+        spinner.stdout.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="Linux's /proc/loadavg")
+def test_oversubscribed_compares_runnable_threads_with_the_cpus(monkeypatch):
+    spinner = subprocess.Popen([sys.executable, "-c", "print('spinning', flush=True)\nwhile True: pass"],
+                               stdout=subprocess.PIPE)
+    try:
+        spinner.stdout.readline()
+        monkeypatch.setattr(os, "cpu_count", lambda: 1)  # this test and the spinner: 2 runnable
+        assert _parallel._oversubscribed() is True
+        monkeypatch.setattr(os, "cpu_count", lambda: 10**6)
+        assert _parallel._oversubscribed() is False
+    finally:
+        spinner.kill()
+        spinner.wait()
+        spinner.stdout.close()
 
 
 def test_the_compile_ahead_process_can_put_every_kernel_on_the_pool(threads):

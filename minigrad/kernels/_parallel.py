@@ -20,7 +20,9 @@ Why not numba's own ``prange``:
   kernels at once. This pool is rebuilt in a forked child, and a kernel launched while the pool is
   busy with another thread's kernel simply runs on its caller's thread.
 - A busy machine. ``prange`` gives each thread a fixed share: if another program holds one core,
-  the whole kernel waits for the slow share. Here a late thread just takes fewer chunks.
+  the whole kernel waits for the slow share. Here a late thread just takes fewer chunks, and when
+  the threads see that another program wants the cores, they wait for work asleep rather than
+  polling, so that the kernel gets its cores back the moment it needs them (``_spin.py``).
 
 Handing out chunks happens in compiled code, without the GIL (``_spin.py``): between kernels a
 worker polls a counter for a fraction of a millisecond, and when the caller publishes a job, the
@@ -116,33 +118,52 @@ class _Job:
 
 class _Worker:
     """A daemon thread that helps with each job of the pool. Between jobs it polls the pool's job
-    counter (``_spin.serve``, which also runs compiled jobs), then sleeps until woken. While it
-    polls it offers its core to any other thread waiting for it, every microsecond or two: beside
-    another busy program, a polling worker would otherwise take the core from that program and
-    from the caller's own Python code between kernels."""
+    counter (``_spin.serve``, which also runs compiled jobs), then sleeps until woken: in compiled
+    code on Linux, here in Python elsewhere. It comes back to Python for what compiled code cannot
+    do: run a Python job, sleep (not Linux), read how busy the machine is, move to another CPU."""
 
     def __init__(self, pool, number):
         self.wake = threading.Event()
         self.sleeping = False  # (set under the GIL: the caller wakes only a sleeping worker)
         self.pool, self.number = pool, number
-        threading.Thread(target=self._loop, name=f"minigrad-worker-{number + 1}", daemon=True).start()
+        self.thread = threading.Thread(target=self._loop, name=f"minigrad-worker-{number + 1}", daemon=True)
+        self.thread.start()
 
     def _loop(self):
         seen = finished = 0
         counters = self.pool.counters
+        cpus = os.sched_getaffinity(0) if _spin.CAN_SLEEP else set()  # (this thread's: the caller's at its start)
         while True:
-            seen, python_job = _spin.serve(counters, self.number, seen, finished, _spin.POLLS, _spin.SETTLE)
+            seen, action = _spin.serve(counters, self.number, seen, finished, _spin.POLLS, _spin.SHORT_POLLS,
+                                       _spin.SETTLE, len(cpus) > 1)
             finished = 0
-            if not python_job:  # nothing new for a while: sleep until the next launch
+            if action == _spin.PYTHON_JOB:
+                job = self.pool.job
+                if job is not None and job.work(report=False):
+                    finished = job.number  # it finished the last chunk: the next serve says so
+            elif action == _spin.SLEEP:  # (no futex here) nothing new for a while: sleep until the next launch
                 self.sleeping = True
                 if counters[_spin.STARTED] == seen:  # (else a job came meanwhile: serve it)
                     self.wake.wait()
                 self.sleeping = False
                 self.wake.clear()
-                continue
-            job = self.pool.job
-            if job is not None and job.work(report=False):
-                finished = job.number  # it finished the last chunk: the next serve says so
+            elif action == _spin.LOST_CORE:  # it waited for its core: is another program busy?
+                if _oversubscribed():
+                    counters[_spin.CONTENDED] = time.monotonic_ns() + _spin.CONTENDED_NS
+            else:  # it runs on the caller's CPU, where the two would only take turns: move off it
+                try:
+                    os.sched_setaffinity(0, cpus - {action - _spin.MOVE})
+                except OSError:  # (CPUs taken away from the process meanwhile: stay, and stop moving)
+                    cpus = set()
+
+
+def _oversubscribed():
+    """True if more threads want to run on this machine right now than it has CPUs (Linux)."""
+    try:
+        with open("/proc/loadavg") as f:  # e.g. "0.52 0.61 0.58 3/412 12345": 3 runnable now
+            return int(f.read().split()[3].split("/")[0]) > (os.cpu_count() or 1)
+    except (OSError, IndexError, ValueError):
+        return False
 
 
 class _Pool:
@@ -175,8 +196,8 @@ class _Pool:
             if entry:
                 counters = self.counters
                 if not _spin.launch(counters, number, entry, machine_code, block[2], n_items, n_chunks,
-                                    n_threads - 1, _WAIT_POLLS):
-                    while not _spin.wait_done(counters, n_chunks, _WAIT_POLLS):
+                                    n_threads - 1, _WAIT_POLLS, _spin.SHORT_POLLS):
+                    while not _spin.wait_done(counters, n_chunks, _WAIT_POLLS, _spin.SHORT_POLLS):
                         time.sleep(_SLEEP)  # a chunk is slow (or its thread is not running): let it have the core
                 return None
             job = _Job(kernel, args, n_items, n_chunks)

@@ -4,14 +4,12 @@ wait for each other without the GIL.
 A worker thread spends its whole life between kernels here, in compiled code that holds no GIL:
 
     serve:        poll the job counter; when a new job appears, take its chunks (run_chunks) and
-                  poll again; after a fraction of a millisecond with no job, return to Python to
-                  sleep. Every microsecond or two of polling, offer the core to any other thread
-                  waiting for it (``sched_yield``): beside a busy program, polling must not
-                  take the core that program, or the caller's own Python code, needs
+                  poll again; after a fraction of a millisecond with no job, sleep until the next
+                  job wakes it (Linux's futex; elsewhere it returns to Python to sleep)
     run_chunks:   claim the next chunk of the job (compare-and-swap on one counter), call the
                   kernel's compiled entry on it (``_entries.py``), count it done; until none is left
-    launch:       (the caller) publish the job, take chunks like any worker, then poll until every
-                  chunk taken by another thread is done
+    launch:       (the caller) publish the job, take chunks like any worker, then wait until every
+                  chunk taken by another thread is done (wait_done: poll, then sleep)
 
 So handing a chunk to a polling worker costs about as much as one cache line moving between cores,
 well under a microsecond: the caller writes four numbers, the worker sees them and starts. Going
@@ -24,6 +22,27 @@ out of the way as well as it can: a worker returns to Python only a few microsec
 appears (``settle``), when the caller has let go of the GIL to run its own first chunk, and it
 reports "I finished the last chunk" only from its next compiled poll, once it has let go of it.
 
+Sharing the machine with another busy program. Polling is the fastest way to wait, and the worst
+when another program wants the core: Linux shares a core between the threads that want it, so
+a poller spends its share polling, and when a job comes it may wait a whole time slice (a
+millisecond or more) for its turn, while the caller waits for its chunk. A thread that sleeps
+instead keeps its claim: woken, it gets the core at once. So the threads poll long on a quiet
+machine and only briefly on a contended one, and what tells them apart is measured:
+
+- a worker compares, before it sleeps, the time since it woke with the time it ran on a core
+  (two clocks, ``_now_ns`` and ``_thread_cpu_ns``). If it was kept waiting for its core more than
+  LOST_CORE_NS, it asks Python (LOST_CORE) whether more threads want to run than the machine has
+  cores; if so, the machine counts as contended for CONTENDED_NS (the ``CONTENDED`` field);
+- while contended, a worker sleeps after SHORT_POLLS polls instead of POLLS, and the caller
+  waits for the others' chunks SHORT_POLLS polls before it sleeps;
+- a worker that finds itself on the caller's own core (``_getcpu``, CALLER_CPU) asks Python to
+  move it off (MOVE): there the two would only take turns, with another core free or shared.
+
+Where none of this exists (not Linux) the threads poll as on a quiet machine, offering the core
+to any other thread waiting for it (``sched_yield``) every CHECK_EVERY polls, and sleep in Python.
+On Linux they do not yield while polling: yielding gives the core away for a whole time slice
+when another program waits for it.
+
 The counters array (int64, one field per cache line where threads write):
 - ``STARTED``: number of the latest job (1, 2, ...). The fields of job j sit at ``_slot(j)``
   (addresses of the entry, the kernel and the arguments; items, chunks, helpers); two sets of fields alternate,
@@ -32,7 +51,10 @@ The counters array (int64, one field per cache line where threads write):
   Claiming a chunk is one compare-and-swap that checks the job number too: a worker still busy
   with an old job can never take a chunk of the next one;
 - ``DONE``: chunks of the current job done; the caller waits until it equals the chunk count;
-- ``FINISHED``: the latest Python job whose last chunk a worker finished.
+- ``FINISHED``: the latest Python job whose last chunk a worker finished;
+- ``SLEEPERS``, ``WAITING``: workers asleep in the futex on ``STARTED``, callers asleep on ``DONE``
+  (whoever changes that field wakes them);
+- ``CONTENDED``: until when (``_now_ns``) the machine counts as contended.
 
 A loop that reads ``counters[i]`` and writes nothing would be compiled to read it once: LLVM may
 assume no one else changes it. ``_load_acquire`` is an atomic load, which must read the memory
@@ -40,6 +62,7 @@ every time and so sees the other threads' writes; the other atomics are LLVM's o
 """
 from ._jit import jit  # first: it sets LLVM options before numba is imported
 
+import platform  # noqa: E402
 import sys  # noqa: E402
 
 from llvmlite import ir  # noqa: E402
@@ -48,12 +71,16 @@ from numba import types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
 POLLS = 200_000  # how often to look before sleeping: a fraction of a millisecond
-YIELD_EVERY = 2_000  # polls (a microsecond or two) between offers of the core to another thread
+SHORT_POLLS = 20_000  # the same on a contended machine: some microseconds
+CHECK_EVERY = 2_000  # polls (a microsecond or two) between readings of the clock
+LOST_CORE_NS = 200_000  # kept off its core this long while awake: is another program busy?
+CONTENDED_NS = 200_000_000  # how long the machine counts as contended after a yes
 SETTLE = 30_000  # polls (a few microseconds) a worker waits before it runs a Python job: see above
 
-STARTED, NEXT, DONE, FINISHED = 0, 8, 16, 24  # (8 int64 = 64 bytes apart: a cache line each)
-FIELDS = 32  # job j's fields at FIELDS + 8 * (j % 2): ENTRY, KERNEL, BLOCK, N_ITEMS, N_CHUNKS, N_HELPERS
-ENTRY, KERNEL, BLOCK, N_ITEMS, N_CHUNKS, N_HELPERS = range(6)
+STARTED, NEXT, DONE, FINISHED, SLEEPERS, WAITING, CONTENDED = 0, 8, 16, 24, 32, 40, 48  # (a cache line each)
+FIELDS = 56  # job j's fields at FIELDS + 8 * (j % 2)
+ENTRY, KERNEL, BLOCK, N_ITEMS, N_CHUNKS, N_HELPERS, CALLER_CPU = range(7)
+PYTHON_JOB, SLEEP, LOST_CORE, MOVE = 0, 1, 2, 3  # what serve asks of Python (MOVE + c: move off CPU c)
 SIZE = FIELDS + 16
 _JOB_SHIFT, _BACK_BITS = 32, 16  # NEXT = job << 32 | chunks taken from the front << 16 | from the back
 _BACK_MASK = (1 << _BACK_BITS) - 1
@@ -109,6 +136,19 @@ def _fetch_add(typingctx, counters, index, value):
 
 
 @intrinsic
+def _exchange(typingctx, counters, index, value):
+    """counters[index] = value, atomically and in order with every other atomic (seq_cst)."""
+    if not _int64_vector(counters):
+        return None
+
+    def codegen(context, builder, signature, args):
+        builder.atomic_rmw("xchg", _counter(context, builder, signature, args), args[2], "seq_cst")
+        return context.get_dummy_value()
+
+    return types.none(counters, types.intp, types.int64), codegen
+
+
+@intrinsic
 def _compare_and_swap(typingctx, counters, index, expected, new):
     """If counters[index] == expected, set it to new, atomically; True if it did."""
     if not _int64_vector(counters):
@@ -147,6 +187,72 @@ def _yield_cpu(typingctx):
     return types.none(), codegen
 
 
+# Sleeping without Python: Linux's futex ("fast user-space mutex") system call puts a thread to
+# sleep until another thread wakes it on the same address, if the 32-bit number there still has the
+# value given. Elsewhere a worker sleeps in Python instead (``_parallel._Worker``).
+_FUTEX_CALL = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine().lower(), 0)
+CAN_SLEEP = sys.platform.startswith("linux") and _FUTEX_CALL != 0
+_FUTEX_WAIT, _FUTEX_WAKE = 128, 129  # FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE
+
+
+@intrinsic
+def _futex(typingctx, counters, index, operation, value):
+    """futex(&counters[index], operation, value): wait while its low 32 bits equal value, or wake
+    up to ``value`` threads waiting there. Returns -1 at once where there is no futex."""
+    if not _int64_vector(counters):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        if not CAN_SLEEP:
+            return ir.Constant(i64, -1)
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(i64, [i64], var_arg=True), "syscall")
+        address = builder.ptrtoint(_counter(context, builder, signature, args), i64)
+        low_bits = builder.and_(args[3], ir.Constant(i64, 0xFFFFFFFF))
+        zero = ir.Constant(i64, 0)
+        return builder.call(function, [ir.Constant(i64, _FUTEX_CALL), address, args[2], low_bits, zero, zero, zero])
+
+    return types.int64(counters, types.intp, types.int64, types.int64), codegen
+
+
+def _clock(clock_id):
+    """An intrinsic that reads Linux's clock ``clock_id`` (``clock_gettime``) in nanoseconds; 0
+    elsewhere."""
+    def clock(typingctx):
+        def codegen(context, builder, signature, args):
+            i32, i64 = ir.IntType(32), ir.IntType(64)
+            if not CAN_SLEEP:
+                return ir.Constant(i64, 0)
+            timespec = cgutils.alloca_once(builder, ir.ArrayType(i64, 2))  # seconds, nanoseconds
+            function = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(i32, [i32, timespec.type]), "clock_gettime")
+            builder.call(function, [ir.Constant(i32, clock_id), timespec])
+            seconds, nanoseconds = [builder.load(builder.gep(timespec, [ir.Constant(i32, 0), ir.Constant(i32, i)]))
+                                    for i in (0, 1)]
+            return builder.add(builder.mul(seconds, ir.Constant(i64, 1_000_000_000)), nanoseconds)
+
+        return types.int64(), codegen
+
+    return intrinsic(clock)
+
+
+_now_ns = _clock(1)  # CLOCK_MONOTONIC: wall time (read without a system call)
+_thread_cpu_ns = _clock(3)  # CLOCK_THREAD_CPUTIME_ID: the time this thread has run on a core
+
+
+@intrinsic
+def _getcpu(typingctx):
+    """The CPU this thread runs on at this moment (Linux's ``sched_getcpu``); -1 elsewhere."""
+    def codegen(context, builder, signature, args):
+        if not CAN_SLEEP:
+            return ir.Constant(ir.IntType(64), -1)
+        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(32), []), "sched_getcpu")
+        return builder.sext(builder.call(function, []), ir.IntType(64))
+
+    return types.int64(), codegen
+
+
 @jit
 def _slot(job):
     return FIELDS + 8 * (job % 2)
@@ -173,27 +279,54 @@ def run_chunks(counters, job, from_back):
             chunk, taken = front, claim + (1 << _BACK_BITS)
         if _compare_and_swap(counters, NEXT, claim, taken):
             _call_entry(entry, kernel, block, chunk * n_items // n_chunks, (chunk + 1) * n_items // n_chunks)
-            _fetch_add(counters, DONE, 1)
+            if _fetch_add(counters, DONE, 1) == n_chunks - 1 and _load_acquire(counters, WAITING) > 0:
+                _futex(counters, DONE, _FUTEX_WAKE, 1)  # the last chunk: wake the caller
 
 
 @jit
-def serve(counters, worker, seen, report, polls, settle):
-    """A worker between jobs: -> (latest job seen, True if it is a Python job to run).
+def _contended(counters, now):
+    """True while the last sign of another program on this machine is recent (``CONTENDED``)."""
+    return now < _load_acquire(counters, CONTENDED)
 
-    Every YIELD_EVERY polls it offers the core to another thread (``_yield_cpu``).
+
+@jit
+def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
+    """A worker between jobs: -> (latest job seen, what Python should do: run a PYTHON_JOB,
+    SLEEP, check the machine after LOST_CORE, or MOVE + c: move off CPU c).
 
     Stores FINISHED = report first (if report > 0). Runs the chunks of every compiled job that
-    appears; returns when a Python job appears, or after ``polls`` polls with nothing new. Worker
-    number ``worker`` (0, 1, ...) helps only with jobs whose helper count is above it."""
+    appears. Worker number ``worker`` (0, 1, ...) helps only with jobs whose helper count is above
+    it. After ``polls`` polls with nothing new (``short_polls`` while the machine is contended) it
+    sleeps in the futex until ``publish`` wakes it, or, with no futex, returns SLEEP.
+
+    Before it sleeps, it returns LOST_CORE if it was kept off its core for more than LOST_CORE_NS
+    since it woke (see the module's docstring). ``may_move``: return MOVE + c when it finds
+    itself on CPU c, the caller's."""
     if report > 0:
         _store_release(counters, FINISHED, report)
     idle = 0
-    while idle < polls:
+    awake, working = _now_ns(), _thread_cpu_ns()  # (since it last woke up)
+    while True:
         job = _load_acquire(counters, STARTED)
         if job == seen:
             idle += 1
-            if idle % YIELD_EVERY == 0:
-                _yield_cpu()  # (beside a busy program, give it the core rather than spin)
+            if idle % CHECK_EVERY != 0:
+                continue
+            now = _now_ns()
+            if idle < (short_polls if _contended(counters, now) else polls):
+                if not CAN_SLEEP:
+                    _yield_cpu()  # (where it sleeps in Python, it offers the core meanwhile)
+                continue
+            if (now - awake) - (_thread_cpu_ns() - working) > LOST_CORE_NS:  # kept off its core a while
+                return seen, LOST_CORE
+            if not CAN_SLEEP:
+                return seen, SLEEP
+            _fetch_add(counters, SLEEPERS, 1)  # nothing new for a while: sleep until publish wakes it
+            if _load_acquire(counters, STARTED) == seen:
+                _futex(counters, STARTED, _FUTEX_WAIT, seen)
+            _fetch_add(counters, SLEEPERS, -1)
+            idle = 0
+            awake, working = _now_ns(), _thread_cpu_ns()
             continue
         seen, idle = job, 0
         fields = _slot(job)
@@ -202,9 +335,12 @@ def serve(counters, worker, seen, report, polls, settle):
         if counters[fields + ENTRY] == 0:  # a Python job: let the caller get into its chunk first
             for _ in range(settle):
                 _load_acquire(counters, STARTED)
-            return seen, True
+            return seen, PYTHON_JOB
+        if may_move:
+            cpu = _getcpu()
+            if cpu >= 0 and cpu == counters[fields + CALLER_CPU]:
+                return seen - 1, MOVE + cpu  # (seen - 1: after moving, it serves this job too)
         run_chunks(counters, job, True)
-    return seen, False
 
 
 @jit
@@ -217,30 +353,47 @@ def publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers):
     counters[fields + N_ITEMS] = n_items
     counters[fields + N_CHUNKS] = n_chunks
     counters[fields + N_HELPERS] = n_helpers
+    counters[fields + CALLER_CPU] = _getcpu()
     _store_release(counters, DONE, 0)
     _store_release(counters, NEXT, job << _JOB_SHIFT)
-    _store_release(counters, STARTED, job)  # (release: whoever sees it sees the fields above)
+    _exchange(counters, STARTED, job)  # (whoever sees it sees the fields above)
+    if _load_acquire(counters, SLEEPERS) > 0:  # (checked after the exchange: see serve)
+        _futex(counters, STARTED, _FUTEX_WAKE, 1 << 30)
 
 
 @jit
-def wait_done(counters, n_chunks, polls):
-    """Poll until all ``n_chunks`` chunks of the current job are done, at most ``polls`` times,
-    offering the core to another thread every YIELD_EVERY polls; True if they are done."""
-    for i in range(polls):
+def wait_done(counters, n_chunks, polls, short_polls):
+    """Wait until all ``n_chunks`` chunks of the current job are done: poll up to ``polls`` times
+    (``short_polls`` on a contended machine), then sleep in the futex until the thread that does
+    the last chunk wakes this one. With no futex: False if they are not done after the polls.
+    On a quiet machine it offers the core every CHECK_EVERY polls (a worker that lost its core
+    may be waiting for this one)."""
+    contended = _contended(counters, _now_ns())
+    budget = short_polls if contended else polls
+    for i in range(budget):
         if _load_acquire(counters, DONE) == n_chunks:
             return True
-        if i % YIELD_EVERY == YIELD_EVERY - 1:
-            _yield_cpu()  # (a worker that lost its core may be waiting for this one)
-    return False
+        if not contended and i % CHECK_EVERY == CHECK_EVERY - 1:
+            _yield_cpu()
+    if not CAN_SLEEP:
+        return False
+    while True:
+        _fetch_add(counters, WAITING, 1)
+        done = _load_acquire(counters, DONE)
+        if done != n_chunks:
+            _futex(counters, DONE, _FUTEX_WAIT, done)
+        _fetch_add(counters, WAITING, -1)
+        if _load_acquire(counters, DONE) == n_chunks:
+            return True
 
 
 @jit
-def launch(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers, polls):
-    """The caller of a compiled job: publish it, take chunks, then wait for the others' (at most
-    ``polls`` polls). True if every chunk is done."""
+def launch(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers, polls, short_polls):
+    """The caller of a compiled job: publish it, take chunks, then wait for the others'
+    (``wait_done``). True if every chunk is done."""
     publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers)
     run_chunks(counters, job, False)
-    return wait_done(counters, n_chunks, polls)
+    return wait_done(counters, n_chunks, polls, short_polls)
 
 
 @jit

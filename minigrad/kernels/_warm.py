@@ -85,10 +85,10 @@ def warm_pool():
     from . import _entries, _spin
 
     counters = np.zeros(_spin.SIZE, dtype=np.int64)
-    _spin.serve(counters, 0, 0, 0, 1, 0)
-    _spin.publish(counters, 1, 0, 0, 0, 0, 0, 0)
-    _spin.launch(counters, 2, 0, 0, 0, 0, 0, 0, 1)  # (no chunks to run)
-    _spin.wait_done(counters, 0, 1)
+    _spin.publish(counters, 1, 0, 0, 0, 0, 0, 1)  # (a Python job: serve returns at once)
+    _spin.serve(counters, 0, 0, 0, 1, 1, 0, False)
+    _spin.launch(counters, 2, 0, 0, 0, 0, 0, 0, 1, 1)  # (no chunks to run)
+    _spin.wait_done(counters, 0, 1, 1)
     _spin.wait_until_equal(counters, 0, 0, 1)
     block = np.zeros(_entries.BLOCK_SIZE, dtype=np.int64)
     for array in _array_kinds():
