@@ -31,8 +31,9 @@ machine and only briefly on a contended one, and what tells them apart is measur
 
 - a worker compares, before it sleeps, the time since it woke with the time it ran on a core
   (two clocks, ``_now_ns`` and ``_thread_cpu_ns``). If it was kept waiting for its core more than
-  LOST_CORE_NS, it asks Python (LOST_CORE) whether more threads want to run than the machine has
-  cores; if so, the machine counts as contended for CONTENDED_NS (the ``CONTENDED`` field);
+  LOST_CORE_NS, and more than an eighth of that time, it asks Python (LOST_CORE) whether more
+  threads want to run than the machine has cores; if so, the machine counts as contended for
+  CONTENDED_NS (the ``CONTENDED`` field);
 - while contended, a worker sleeps after SHORT_POLLS polls instead of POLLS, and the caller
   waits for the others' chunks SHORT_POLLS polls before it sleeps;
 - a worker that finds itself on the caller's own core (``_getcpu``, CALLER_CPU) asks Python to
@@ -73,7 +74,8 @@ from numba.extending import intrinsic  # noqa: E402
 POLLS = 200_000  # how often to look before sleeping: a fraction of a millisecond
 SHORT_POLLS = 20_000  # the same on a contended machine: some microseconds
 CHECK_EVERY = 2_000  # polls (a microsecond or two) between readings of the clock
-LOST_CORE_NS = 200_000  # kept off its core this long while awake: is another program busy?
+LOST_CORE_NS = 200_000  # kept off its core this long while awake (and more than 1/LOST_SHARE of
+LOST_SHARE = 8  # that time): is another program busy?
 CONTENDED_NS = 200_000_000  # how long the machine counts as contended after a yes
 SETTLE = 30_000  # polls (a few microseconds) a worker waits before it runs a Python job: see above
 
@@ -317,7 +319,8 @@ def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
                 if not CAN_SLEEP:
                     _yield_cpu()  # (where it sleeps in Python, it offers the core meanwhile)
                 continue
-            if (now - awake) - (_thread_cpu_ns() - working) > LOST_CORE_NS:  # kept off its core a while
+            lost = (now - awake) - (_thread_cpu_ns() - working)  # kept off its core while awake
+            if lost > LOST_CORE_NS and lost * LOST_SHARE > now - awake:
                 return seen, LOST_CORE
             if not CAN_SLEEP:
                 return seen, SLEEP
