@@ -112,6 +112,21 @@ def _load_acquire(typingctx, counters, index):
 
 
 @intrinsic
+def _load_in_order(typingctx, counters, index):
+    """counters[index], read with an atomic load in order with every other such atomic
+    (``seq_cst``). Before a thread sleeps, it writes "I sleep" and then reads whether there is
+    work; whoever gives work writes it and then reads "anyone asleep?". Only loads in order with
+    the other thread's write make sure that at least one of the two sees the other's write."""
+    if not _int64_vector(counters):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.load_atomic(_counter(context, builder, signature, args), "seq_cst", 8)
+
+    return types.int64(counters, types.intp), codegen
+
+
+@intrinsic
 def _store_release(typingctx, counters, index, value):
     """counters[index] = value, as an atomic store: a thread that reads it also sees every write
     this thread made before it."""
@@ -281,7 +296,7 @@ def run_chunks(counters, job, from_back):
             chunk, taken = front, claim + (1 << _BACK_BITS)
         if _compare_and_swap(counters, NEXT, claim, taken):
             _call_entry(entry, kernel, block, chunk * n_items // n_chunks, (chunk + 1) * n_items // n_chunks)
-            if _fetch_add(counters, DONE, 1) == n_chunks - 1 and _load_acquire(counters, WAITING) > 0:
+            if _fetch_add(counters, DONE, 1) == n_chunks - 1 and _load_in_order(counters, WAITING) > 0:
                 _futex(counters, DONE, _FUTEX_WAKE, 1)  # the last chunk: wake the caller
 
 
@@ -302,7 +317,7 @@ def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
     sleeps in the futex until ``publish`` wakes it, or, with no futex, returns SLEEP.
 
     Before it sleeps, it returns LOST_CORE if it was kept off its core for more than LOST_CORE_NS
-    since it woke (see the module's docstring). ``may_move``: return MOVE + c when it finds
+    since it woke, and more than an eighth of that time (see the module's docstring). ``may_move``: return MOVE + c when it finds
     itself on CPU c, the caller's."""
     if report > 0:
         _store_release(counters, FINISHED, report)
@@ -325,7 +340,7 @@ def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
             if not CAN_SLEEP:
                 return seen, SLEEP
             _fetch_add(counters, SLEEPERS, 1)  # nothing new for a while: sleep until publish wakes it
-            if _load_acquire(counters, STARTED) == seen:
+            if _load_in_order(counters, STARTED) == seen:
                 _futex(counters, STARTED, _FUTEX_WAIT, seen)
             _fetch_add(counters, SLEEPERS, -1)
             idle = 0
@@ -360,7 +375,7 @@ def publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers):
     _store_release(counters, DONE, 0)
     _store_release(counters, NEXT, job << _JOB_SHIFT)
     _exchange(counters, STARTED, job)  # (whoever sees it sees the fields above)
-    if _load_acquire(counters, SLEEPERS) > 0:  # (checked after the exchange: see serve)
+    if _load_in_order(counters, SLEEPERS) > 0:  # (checked after the exchange: see serve)
         _futex(counters, STARTED, _FUTEX_WAKE, 1 << 30)
 
 
@@ -382,7 +397,7 @@ def wait_done(counters, n_chunks, polls, short_polls):
         return False
     while True:
         _fetch_add(counters, WAITING, 1)
-        done = _load_acquire(counters, DONE)
+        done = _load_in_order(counters, DONE)
         if done != n_chunks:
             _futex(counters, DONE, _FUTEX_WAIT, done)
         _fetch_add(counters, WAITING, -1)
