@@ -37,7 +37,7 @@ from .grad_mode import AnomalyError, detect_anomaly, enable_grad, is_anomaly_ena
 from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
 from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
 from .opcheck import find_bad_backward
-from .random import manual_seed
+from .random import Generator, default_generator, manual_seed
 from .tensor import Tensor
 
 float32, float64, int64, bool_ = "float32", "float64", "int64", "bool"

@@ -12,26 +12,74 @@ parent's generator, so workers draw the same numbers until each calls, say,
 seeded from the operating system."""
 import numpy as np
 
-_generator = np.random.default_rng()
+
+class Generator:
+    """A random generator of its own, as `torch.Generator`: `g = minigrad.Generator().manual_seed(42)`,
+    then `minigrad.randn(3, generator=g)` draws from `g` and leaves the default generator alone.
+    It wraps a `numpy.random.Generator` (PCG64), replaced whenever the seed is set."""
+
+    def __init__(self, device="cpu"):
+        self._rng = np.random.default_rng()
+        self._initial_seed = None
+
+    def manual_seed(self, seed):
+        """Seed it: the same seed gives the same numbers. Returns the generator itself (PyTorch's habit
+        `g = torch.Generator().manual_seed(2147483647)`)."""
+        seed = int(seed)
+        self._rng = np.random.default_rng(seed & (2 ** 64 - 1))
+        self._initial_seed = seed
+        return self
+
+    def seed(self):
+        """Seed it from the operating system's entropy; returns the seed chosen."""
+        seed = int(np.random.SeedSequence().entropy % 2 ** 63)
+        self.manual_seed(seed)
+        return seed
+
+    def initial_seed(self):
+        """The last seed given to `manual_seed` or chosen by `seed` (None if never seeded)."""
+        return self._initial_seed
+
+    def get_state(self):
+        """The state, a dict that `set_state` restores."""
+        return self._rng.bit_generator.state
+
+    def set_state(self, state):
+        self._rng.bit_generator.state = state
+        return self
+
+    def __repr__(self):
+        return f"minigrad.Generator(initial_seed={self._initial_seed})"
+
+
+default_generator = Generator()  # the one that every draw without generator= uses
 
 
 def manual_seed(seed):
-    """Replace minigrad's random generator, for every thread, with a new one seeded with `seed`:
-    the same seed gives the same numbers, run after run. Returns the new `numpy.random.Generator`."""
-    global _generator
-    _generator = np.random.default_rng(seed)
-    return _generator
+    """Seed the default generator, for every thread: the same seed gives the same numbers, run after
+    run. Returns the default `Generator`."""
+    return default_generator.manual_seed(seed)
+
+
+def rng(generator=None):
+    """The `numpy.random.Generator` to draw from: `generator`'s (a `minigrad.Generator`), or the
+    default one's."""
+    if generator is None:
+        return default_generator._rng
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator: expected a minigrad.Generator, got {type(generator).__name__}")
+    return generator._rng
 
 
 def generator():
-    """The current `numpy.random.Generator` (use it instead of `np.random` to stay seeded)."""
-    return _generator
+    """The default generator's `numpy.random.Generator` (use it instead of `np.random` to stay seeded)."""
+    return default_generator._rng
 
 
 def get_state():
-    """The generator's state, a dict that `set_state` restores (checkpoints save it)."""
-    return _generator.bit_generator.state
+    """The default generator's state, a dict that `set_state` restores (checkpoints save it)."""
+    return default_generator.get_state()
 
 
 def set_state(state):
-    _generator.bit_generator.state = state
+    default_generator.set_state(state)
