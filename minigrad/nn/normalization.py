@@ -108,13 +108,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     _verify_batch_size("batch_norm", x.shape)
     y = BatchNorm.apply(x, *_ones_zeros(x, weight, bias), eps=eps)
     if running_mean is not None or running_var is not None:
-        values = x.numpy().astype(np.float64)
+        values = x.numpy()
         axes = _channel_axes(values)
         n = values.size // values.shape[1]
         if running_mean is not None:
-            _update_running(running_mean, values.mean(axis=axes), momentum)
-        if running_var is not None:
-            _update_running(running_var, values.var(axis=axes) * n / (n - 1), momentum)  # unbiased, as PyTorch
+            _update_running(running_mean, values.mean(axis=axes, dtype=np.float64), momentum)
+        if running_var is not None:  # unbiased (divided by n - 1), as PyTorch
+            _update_running(running_var, values.var(axis=axes, dtype=np.float64) * n / (n - 1), momentum)
     return y
 
 
@@ -173,11 +173,11 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                          f"{x.shape} (each channel of a sample has one value: its variance is 0)")
     y = _rows_normalized(x, x.shape[0] * x.shape[1], eps, weight, bias)
     if running_mean is not None or running_var is not None:
-        values = x.numpy().astype(np.float64).reshape(x.shape[0], x.shape[1], L)
+        values = x.numpy().reshape(x.shape[0], x.shape[1], L)
         if running_mean is not None:
-            _update_running(running_mean, values.mean(axis=2).mean(axis=0), momentum)
+            _update_running(running_mean, values.mean(axis=2, dtype=np.float64).mean(axis=0), momentum)
         if running_var is not None:
-            _update_running(running_var, values.var(axis=2, ddof=1).mean(axis=0), momentum)
+            _update_running(running_var, values.var(axis=2, ddof=1, dtype=np.float64).mean(axis=0), momentum)
     return y
 
 
