@@ -64,6 +64,7 @@ for _name in (
 del _name
 
 from . import cuda, nn, optim  # noqa: E402
+from . import datasets, utils  # noqa: E402  (minigrad.utils.data, as torch.utils.data)
 from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)
 from .serialization import CheckpointError, load, save  # noqa: E402

@@ -1370,6 +1370,54 @@ class LayerNorm(Function):
         return dx.reshape(x.shape), dw, db
 
 
+def _channel_axes(x):
+    """The axes batch norm reduces over: every axis but the channel axis 1."""
+    return (0,) + tuple(range(2, x.ndim))
+
+
+def _per_channel(a, ndim):
+    """A (C,) array shaped (1, C, 1, ...) to broadcast against an input of `ndim` dims."""
+    return a.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+class BatchNorm(Function):
+    """Batch normalization with the batch's own statistics (training mode), in one op:
+
+        mean, var = mean and variance (divided by n) of x over (N, *), per channel
+        xhat = (x - mean) / sqrt(var + eps)             y = xhat * weight + bias
+
+    x (N, C, *), weight and bias (C,) -> y shaped like x. n = N * (product of the spatial dims),
+    the number of values each channel's statistics average."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps=1e-5):
+        axes = _channel_axes(x)
+        mean = x.mean(axis=axes, keepdims=True)
+        centred = x - mean
+        var = (centred * centred).mean(axis=axes, keepdims=True)
+        rstd = 1.0 / np.sqrt(var + eps)
+        xhat = centred * rstd
+        ctx.save_for_backward(xhat, weight, rstd)
+        return xhat * _per_channel(weight, x.ndim) + _per_channel(bias, x.ndim)
+
+    rule = ("xhat = (x - mean) rstd per channel over its n values, gh = g w:  "
+            "dx = rstd/n (n gh - sum(gh) - xhat sum(gh xhat)),  dw = sum(g xhat),  db = sum(g)")
+
+    @staticmethod
+    def backward(ctx, g):
+        xhat, weight, rstd = ctx.saved_tensors
+        axes = _channel_axes(xhat)
+        n = xhat.size // xhat.shape[1]
+        gh = g * _per_channel(weight, g.ndim)  # the gradient reaching xhat
+        # mean and var depend on every x of the channel: the two sums carry their share back
+        dx = rstd / n * (n * gh - gh.sum(axis=axes, keepdims=True) - xhat * (gh * xhat).sum(axis=axes, keepdims=True))
+        dw = (g * xhat).sum(axis=axes) if ctx.needs_input_grad[1] else None
+        db = g.sum(axis=axes) if ctx.needs_input_grad[2] else None
+        return dx, dw, db
+
+
 class CrossEntropy(Function):
     """Cross-entropy of logits (..., V) against integer targets (...), with label smoothing and
     an ignored target id. reduction: "mean" (over counted targets), "sum" or "none"."""

@@ -136,6 +136,19 @@ SOLVED = {
                 dx2 = rstd[:, None] * (gh - gh.mean(-1, keepdims=True) - xhat * (gh * xhat).mean(-1, keepdims=True))
                 return dx2.reshape(x.shape), (g2 * xhat).sum(axis=0), g2.sum(axis=0)
     """,
+    "batch_norm": """
+        class BatchNorm(ops.BatchNorm):
+            @staticmethod
+            def backward(ctx, g):
+                xhat, weight, rstd = ctx.saved_tensors
+                axes = (0,) + tuple(range(2, g.ndim))
+                n = g.size // g.shape[1]
+                w = weight.reshape((1, -1) + (1,) * (g.ndim - 2))
+                gh = g * w
+                dx = rstd / n * (n * gh - gh.sum(axis=axes, keepdims=True)
+                                 - xhat * (gh * xhat).sum(axis=axes, keepdims=True))
+                return dx, (g * xhat).sum(axis=axes), g.sum(axis=axes)
+    """,
     "embedding": """
         class Embedding(ops.Embedding):
             @staticmethod
@@ -223,6 +236,9 @@ PLANTED = [
     ("cross_entropy", "g_rows - np.exp(y) * g_rows.sum(axis=-1, keepdims=True)", "g_rows - np.exp(y)", "x"),
     ("layer_norm", "(g2 * xhat).sum(axis=0)", "g2.sum(axis=0)", "weight"),
     ("layer_norm", "- xhat * (gh * xhat).mean(-1, keepdims=True)", "", "x"),  # the variance's path forgotten
+    ("batch_norm", "- xhat * (gh * xhat).sum(axis=axes, keepdims=True)", "", "x"),  # the variance's path forgotten
+    ("batch_norm", "n = g.size // g.shape[1]", "n = g.shape[0]", "x"),  # n as the batch size, not N * L
+    ("batch_norm", "return dx, (g * xhat).sum(axis=axes)", "return dx, g.sum(axis=axes)", "weight"),  # xhat forgotten
     ("embedding", "np.add.at(grad, ids, g_rows)", "grad[ids] = g_rows", "weight"),  # repeats overwrite
     ("attention", "ds = ctx.scale * weights", "ds = weights", "q"),  # the scale forgotten
     ("attention", "(dw - (dw * weights).sum(axis=-1, keepdims=True))", "dw", "q"),  # softmax's row term forgotten
@@ -407,7 +423,7 @@ def test_train_with_the_reference_matches_the_builtin_run_for_every_exercise():
 
 
 @pytest.mark.parametrize("name, steps", [("softmax", 40), ("cross_entropy", 20), ("layer_norm", 10),
-                                         ("attention", 10), ("backward_walk", 20), ("adam", 20)])
+                                         ("batch_norm", 10), ("attention", 10), ("backward_walk", 20), ("adam", 20)])
 def test_train_runs_the_learners_code_in_place_of_the_kernel(name, steps, tmp_path):
     exercise = catalogue.get(name)
     originals = [p.reference.__dict__["backward"] for p in exercise.parts if p.is_op]
@@ -464,7 +480,8 @@ def test_commands_start_check_solution_and_list(tmp_path, capsys):
 
     (tmp_path / "mine" / "div.py").write_text(source(SOLVED["div"]))
     assert cli.main(["list", "--dir", folder]) == 0
-    rows = {line.split()[1]: line.split()[3] for line in capsys.readouterr().out.splitlines()[1:14]}
+    lines = capsys.readouterr().out.splitlines()[1:1 + len(catalogue.EXERCISES)]
+    rows = {line.split()[1]: line.split()[3] for line in lines}
     assert len(rows) == len(catalogue.EXERCISES)
     assert rows["mul"] == "not" and rows["div"] == "passes" and rows["softmax"] == "-"
 

@@ -267,7 +267,7 @@ class GPT(nn.Module):
             if config.position == "learned" else None
         self.h = nn.ModuleList(Block(config) for _ in range(config.n_layer))
         self.ln_f = _norm(config)
-        self.register_buffer("causal", causal_mask(config.block_size))  # sliced to (T, T) per call
+        self.register_buffer("causal", causal_mask(config.block_size), persistent=False)  # sliced to (T, T) per call
 
         for name, p in self.named_parameters():
             if name.endswith(("c_proj.weight", "W_2.weight")):

@@ -40,7 +40,7 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model))
+        self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, x):
         T = _check_length(x, self.max_len, self.d_model, "PositionalEncoding")

@@ -366,6 +366,43 @@ LAYER_NORM = Exercise(
 )
 
 
+def _batch_norm_inputs(shape, constant_channel=False, affine_grad=True):
+    def inputs(rng):
+        x = 2.0 * rng.standard_normal(shape) + 1.0  # statistics away from 0 and 1: their terms matter
+        if constant_channel:
+            x[:, 0] = 0.7
+        channels = shape[1]
+        weight, bias = leaf(rng.uniform(0.5, 1.5, channels)), normal(rng, channels)
+        if not affine_grad:
+            weight, bias = weight.detach(), bias.detach()
+        return {"x": leaf(x), "weight": weight, "bias": bias}
+
+    return inputs
+
+
+BATCH_NORM = Exercise(
+    "batch_norm", "batch norm: each channel's mean and variance depend on the whole batch",
+    parts=(Part("BatchNorm", ops.BatchNorm),),
+    cases=(
+        GradCase("x (8, 3): features, weight and bias (3,)", _batch_norm_inputs((8, 3)),
+                 lambda ns, x, w, b: ns.BatchNorm.apply(x, w, b)),
+        GradCase("x (4, 3, 5): sequences, statistics over N and L", _batch_norm_inputs((4, 3, 5)),
+                 lambda ns, x, w, b: ns.BatchNorm.apply(x, w, b),
+                 hint="n counts every value of a channel: N * L here, not N"),
+        GradCase("x (2, 3, 2, 2): images", _batch_norm_inputs((2, 3, 2, 2)),
+                 lambda ns, x, w, b: ns.BatchNorm.apply(x, w, b)),
+        GradCase("eps 0.5", _batch_norm_inputs((5, 2)), lambda ns, x, w, b: ns.BatchNorm.apply(x, w, b, eps=0.5)),
+        GradCase("weight and bias need no gradient", _batch_norm_inputs((6, 2), affine_grad=False),
+                 lambda ns, x, w, b: ns.BatchNorm.apply(x, w, b), hint="ctx.needs_input_grad tells which want one"),
+        GradCase("a constant channel (variance 0)", _batch_norm_inputs((4, 3), constant_channel=True),
+                 lambda ns, x, w, b: ns.BatchNorm.apply(x, w, b)),
+    ),
+    hint="with gh = g * weight: dx = rstd / n * (n gh - sum(gh) - xhat sum(gh xhat)), each sum over a "
+         "channel's n values; the two sums are the mean's and the variance's paths back to every x",
+    minutes=30, model="mlp_bn",
+)
+
+
 def _embedding_case(name, rows, ids, hint=""):
     ids = np.array(ids, dtype=np.int64)
     return GradCase(name, lambda rng: {"weight": normal(rng, rows, 3)},
@@ -505,8 +542,8 @@ ADAM = Exercise(
     minutes=20, model="mlp",
 )
 
-EXERCISES = (MUL, DIV, POW, EXP_LOG_TANH, SUM_MEAN, MATMUL, SOFTMAX, CROSS_ENTROPY, LAYER_NORM, EMBEDDING,
-             ATTENTION, WALK, ADAM)
+EXERCISES = (MUL, DIV, POW, EXP_LOG_TANH, SUM_MEAN, MATMUL, SOFTMAX, CROSS_ENTROPY, LAYER_NORM, BATCH_NORM,
+             EMBEDDING, ATTENTION, WALK, ADAM)
 BY_NAME = {e.name: e for e in EXERCISES}
 
 

@@ -11,6 +11,7 @@ Two models, each built so that the exercise's op really runs in it:
   it; its graph has only ops with one output and no slices, which the learner's walk handles.
 - "gpt": transformer.GPT, one block, on the same corpus, with AdamW: layer_norm and attention
   (its LayerNorm and fused ScaledDotProductAttention ops).
+- "mlp_bn": the same MLP with batch norm (the BatchNorm op) on its hidden layer: batch_norm.
 """
 import math
 import time
@@ -25,7 +26,7 @@ from minigrad.nn import functional as F
 from ..common import builtin_corpus
 from .catalogue import swapped
 
-STEPS = {"mlp": 150, "gpt": 40}
+STEPS = {"mlp": 150, "gpt": 40, "mlp_bn": 150}
 AGREE_RTOL = 1e-6  # float64: a correct backward changes the losses by rounding only
 
 
@@ -121,9 +122,35 @@ def _run_gpt(exercise, steps, seed):
     return losses
 
 
+def _mlp_bn_loss(p, window):
+    """The MLP with batch norm in place of its RMS normalisation: embeddings @ W1 (no bias: batch
+    norm's own bias shifts) -> batch norm over the batch -> tanh -> @ W2 -> cross_entropy."""
+    ids, targets = window[:, :-1], window[:, -1]
+    e = minigrad.embedding(ids, p["E"]).reshape(len(window), -1)  # (B, context * dim)
+    h = F.batch_norm(e @ p["W1"], None, None, p["gain"], p["beta"], training=True).tanh()  # (B, hidden)
+    return F.cross_entropy(h @ p["W2"], targets)
+
+
+def _run_mlp_bn(exercise, steps, seed):
+    corpus = _Corpus(seed)
+    mlp = _mlp(corpus.vocab, np.random.default_rng(seed))
+    p = {name: mlp[name] for name in ("E", "W1", "gain", "W2")}
+    p["beta"] = minigrad.tensor(np.zeros(p["gain"].shape), requires_grad=True)
+    optimizer = optim.Adam(list(p.values()), lr=0.01)
+    losses = []
+    for _ in range(steps):
+        loss = _mlp_bn_loss(p, corpus.windows(32, 3))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 MODELS = {
     "mlp": (_run_mlp, "a character MLP spelled out from minigrad's ops, on the built-in corpus, Adam"),
     "gpt": (_run_gpt, "a one-block GPT (transformer.GPT) on the built-in corpus, AdamW"),
+    "mlp_bn": (_run_mlp_bn, "a character MLP with batch norm on its hidden layer, on the built-in corpus, Adam"),
 }
 
 

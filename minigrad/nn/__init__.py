@@ -5,9 +5,12 @@ from .layers import (
     Sigmoid, SiLU, Softplus, Tanh,
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, Summary, summary
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d
+from .layers import Unflatten
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "ModuleDict", "Sequential", "Parameter", "summary", "Summary",
     "Linear", "LayerNorm", "Embedding", "Dropout", "Flatten", "ReLU", "GELU", "Tanh", "Sigmoid", "Identity",
     "SiLU", "LeakyReLU", "Softplus", "ELU", "MSELoss", "CrossEntropyLoss",
+    "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Unflatten",
 ]

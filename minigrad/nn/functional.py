@@ -9,6 +9,7 @@ import numpy as np
 from .. import ops
 from ..creation import as_tensor, dropout, embedding, where  # noqa: F401  (re-exported)
 from ..tensor import Tensor
+from .normalization import batch_norm, group_norm, instance_norm  # noqa: F401  (re-exported)
 
 
 def linear(x, weight, bias=None):

@@ -170,6 +170,31 @@ class Flatten(Module):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
+class Unflatten(Module):
+    """Split dim `dim` into `unflattened_size`, the inverse of Flatten: Unflatten(1, (C, H, W))
+    turns (N, C*H*W) into (N, C, H, W). One size may be -1 (worked out from the others)."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        x = F.as_tensor(x)
+        if not -x.ndim <= self.dim < x.ndim:
+            raise ValueError(f"Unflatten: dim {self.dim} is out of range for an input of shape {x.shape}")
+        dim = self.dim % x.ndim
+        sizes = self.unflattened_size
+        known = math.prod(n for n in sizes if n != -1)
+        n = x.shape[dim]
+        if sizes.count(-1) > 1 or (-1 not in sizes and known != n) or (-1 in sizes and (known == 0 or n % known)):
+            raise ValueError(f"Unflatten: cannot split dim {self.dim} of size {n} (input {x.shape}) into "
+                             f"{sizes}: their product must be {n}")
+        return x.reshape(x.shape[:dim] + sizes + x.shape[dim + 1:])
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 # ---------------------------------------------------------------------- losses as modules
 class _Loss(Module):
     def __init__(self, reduction="mean"):

@@ -49,6 +49,10 @@ class Module:
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        if name in self._buffers and (value is None or type(value) is Tensor):  # a buffer's new value: still a buffer
+            self._buffers[name] = (value, self._buffers[name][1])
+            object.__setattr__(self, name, value)
+            return
         for registry in (self._parameters, self._buffers, self._modules):
             registry.pop(name, None)
         if isinstance(value, Parameter):
@@ -62,9 +66,18 @@ class Module:
             registry.pop(name, None)
         object.__delattr__(self, name)
 
-    def register_buffer(self, name, tensor, persistent=False):
-        """A tensor the module needs but does not train (a positional-encoding table, a mask).
-        It follows `to(dtype)`; it is in `state_dict()` only if persistent."""
+    def register_buffer(self, name, tensor, persistent=True):
+        """A tensor the module needs but does not train (BatchNorm's running statistics, a mask).
+        Floating buffers follow `to(dtype)` (integer ones, such as a count, keep their dtype); it is
+        in `state_dict()` unless persistent=False (a table the constructor can rebuild). None
+        registers the name with no tensor yet (left out of `buffers()` and `state_dict()`)."""
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"register_buffer: a buffer name must be a non-empty string without '.', got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None, got {type(tensor).__name__}")
+        if name in self._parameters or name in self._modules:
+            raise KeyError(f"register_buffer: {name!r} is already a parameter or a sub-module of "
+                           f"{type(self).__name__}")
         object.__setattr__(self, name, tensor)
         self._buffers[name] = (tensor, persistent)
 
@@ -103,9 +116,18 @@ class Module:
         return (p for _, p in self.named_parameters())
 
     def named_buffers(self):
+        """(dotted name, tensor) for every buffer of this module and the modules below it."""
+        return ((name, t) for name, t, _ in self._named_buffers())
+
+    def buffers(self):
+        return (t for _, t, _ in self._named_buffers())
+
+    def _named_buffers(self):
+        """(dotted name, tensor, persistent) for every buffer that holds a tensor."""
         for prefix, module in self.named_modules():
             for name, (t, persistent) in module._buffers.items():
-                yield (f"{prefix}.{name}" if prefix else name), t, persistent
+                if t is not None:
+                    yield (f"{prefix}.{name}" if prefix else name), t, persistent
 
     def num_parameters(self):
         """How many numbers the model trains (shared parameters counted once)."""
@@ -157,7 +179,7 @@ class Module:
             if p.dtype.kind == "f" and p.dtype != dtype:
                 p.data = p.data.astype(dtype)
                 p.grad = None
-        for _, t, _ in self.named_buffers():
+        for _, t in self.named_buffers():
             if t.dtype.kind == "f" and t.dtype != dtype:
                 t.data = t.data.astype(dtype)
         return self
@@ -178,7 +200,7 @@ class Module:
     def state_dict(self):
         """name -> numpy array (a copy) for every parameter and persistent buffer."""
         state = OrderedDict((n, p.data.copy()) for n, p in self.named_parameters(remove_duplicate=False))
-        state.update((n, t.data.copy()) for n, t, persistent in self.named_buffers() if persistent)
+        state.update((n, t.data.copy()) for n, t, persistent in self._named_buffers() if persistent)
         return state
 
     def load_state_dict(self, state_dict, strict=True):
@@ -187,7 +209,7 @@ class Module:
         With strict=True, missing keys, unexpected keys and shape mismatches raise one error that
         lists each of them; otherwise the matching entries are loaded and the rest reported."""
         own = OrderedDict(self.named_parameters(remove_duplicate=False))
-        own.update((n, t) for n, t, persistent in self.named_buffers() if persistent)
+        own.update((n, t) for n, t, persistent in self._named_buffers() if persistent)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         mismatched = [
