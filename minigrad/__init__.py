@@ -67,6 +67,7 @@ from . import cuda, nn, optim  # noqa: E402
 from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)
 from .serialization import CheckpointError, load, save  # noqa: E402
+from .safetensors_io import load_safetensors, save_safetensors  # noqa: E402
 
 keep_freed_memory()
 
