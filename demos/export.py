@@ -190,7 +190,8 @@ def meta(chars):
 def default_dataset(data_path):
     """data/DATASET's name: the text file's name and _char (nanoGPT's shakespeare_char style)."""
     stem = os.path.splitext(os.path.basename(data_path))[0] if data_path else "minigrad_corpus"
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", stem) + "_char"
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)
+    return stem if stem.endswith("_char") else stem + "_char"
 
 
 def export_nanogpt(args):
@@ -430,6 +431,7 @@ def import_nanogpt(args):
         raise SystemExit(f"{PROGRAM} from-nanogpt: {meta_path} has {len(chars)} characters, the model "
                          f"vocab_size = {gpt_config.vocab_size}")
 
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     text = args.text or recover_text(os.path.dirname(meta_path), chars, args.out, config.get("dataset"))
     settings = char_gpt_settings(config, text)
     if "optimizer" in ckpt:
@@ -439,7 +441,6 @@ def import_nanogpt(args):
                                 betas=(0.9, settings["beta2"])).state_dict()
     step = int(ckpt.get("iter_num", 0))
     best_val = float(ckpt.get("best_val_loss", math.inf))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     minigrad.save({
         "model": model.state_dict(), "optimizer": optimizer, "config": dataclasses.asdict(gpt_config),
         "chars": chars, "settings": settings, "iter": step, "best_val": best_val, "best_iter": step,

@@ -347,7 +347,7 @@ def test_import_strips_orig_mod_and_old_mask_buffers(tmp_path):
     del ckpt["optimizer"]
     ckpt["config"]["dataset"] = "elsewhere"
     torch.save(ckpt, nano / "compiled.pt")
-    back = tmp_path / "compiled.npz"
+    back = tmp_path / "new" / "compiled.npz"
     export.main(["from-nanogpt", "--checkpoint", str(nano / "compiled.pt"), "--out", str(back),
                  "--meta", str(nano / "data" / "tiny_char" / "meta.pkl")])
     ckpt = minigrad.load(back)
@@ -355,8 +355,8 @@ def test_import_strips_orig_mod_and_old_mask_buffers(tmp_path):
     idx = np.stack([run.data.splits["val"][:8]])
     np.testing.assert_array_equal(minigrad_logits(model, idx), minigrad_logits(run.model, idx))
     # no --text: the text comes back from train.bin and val.bin, for char_gpt --resume
-    assert ckpt["settings"]["data"] == str(tmp_path / "elsewhere.txt")
-    assert (tmp_path / "elsewhere.txt").read_text(encoding="utf-8") == TEXT
+    assert ckpt["settings"]["data"] == str(tmp_path / "new" / "elsewhere.txt")
+    assert (tmp_path / "new" / "elsewhere.txt").read_text(encoding="utf-8") == TEXT
 
 
 def test_import_refuses_pickled_code_and_finds_no_meta(tmp_path):
