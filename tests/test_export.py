@@ -17,6 +17,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import minigrad
 from demos import char_gpt, export
@@ -492,3 +494,37 @@ def test_a_truncated_safetensors_file_is_refused(safetensors, tmp_path):
         (tmp_path / "cut.safetensors").write_bytes(whole[:cut])
         with pytest.raises(CheckpointError):
             minigrad.load_safetensors(tmp_path / "cut.safetensors")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_damaged_safetensors_files_raise_checkpoint_error_or_load(safetensors, tmp_path, data):
+    """Random bytes of a valid file overwritten: CheckpointError, or (the format has no checksum: a
+    byte of the data, a letter of a name, a shape of the same size) arrays that fit in the file, and
+    never another error."""
+    path = tmp_path / "w.safetensors"
+    if not path.exists():
+        minigrad.save_safetensors({"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.arange(4)}, path,
+                                  metadata={"config": "{}"})
+    whole = bytearray(path.read_bytes())
+    for _ in range(data.draw(st.integers(1, 4))):
+        whole[data.draw(st.integers(0, len(whole) - 1))] = data.draw(st.integers(0, 255))
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(bytes(whole))
+    try:
+        arrays = minigrad.load_safetensors(bad)
+    except CheckpointError:
+        return
+    assert len(arrays) == 2 and all(isinstance(a, np.ndarray) for a in arrays.values())
+    assert sum(a.nbytes for a in arrays.values()) == 6 * 4 + 4 * 8
+
+
+def test_without_the_package_safetensors_says_what_to_install(tmp_path, monkeypatch):
+    _, _, path = make_run(tmp_path, steps=1)
+    monkeypatch.setitem(sys.modules, "safetensors", None)  # import safetensors now fails
+    monkeypatch.setitem(sys.modules, "safetensors.numpy", None)
+    with pytest.raises(ImportError, match="pip install safetensors"):
+        minigrad.save_safetensors({"w": np.zeros(2)}, tmp_path / "w.safetensors")
+    with pytest.raises(SystemExit) as error:
+        export.main(["safetensors", "--checkpoint", str(path), "--out", str(tmp_path / "m.safetensors")])
+    assert error.value.code == 1 and not (tmp_path / "m.safetensors").exists()
