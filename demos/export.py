@@ -1,5 +1,4 @@
-"""Continue a demos.char_gpt run in nanoGPT and PyTorch (one GPU, or several with torchrun), bring a
-nanoGPT model back, or write the weights as .safetensors.
+"""A char_gpt run handed to nanoGPT (one GPU, or several with torchrun) and back, or to .safetensors.
 
     python -m demos.export nanogpt --checkpoint out/char_gpt/ckpt.npz --out nanogpt_run [--text FILE]
     python -m demos.export from-nanogpt --checkpoint nanogpt_run/ckpt.pt --out out/from_nanogpt/ckpt.npz
@@ -45,7 +44,7 @@ from minigrad.serialization import write_atomically
 from transformer import GPT, GPTConfig
 
 from . import char_gpt
-from .common import read_text
+from .common import HelpFormatter, program_name, read_text
 
 PROGRAM = "python -m demos.export"
 TORCH_EXTRA = 'pip install torch   (or, in a clone of minigrad: pip install -e ".[torch]")'
@@ -112,7 +111,7 @@ def minigrad_names(model, weight_decay):
 
 
 # ---------------------------------------------------------------------------- minigrad -> nanoGPT
-def nanogpt_checkpoint(ckpt, torch, dataset, out_dir="."):
+def nanogpt_checkpoint(ckpt, torch, dataset):
     """The dict that nanoGPT's train.py saves, from a char_gpt checkpoint: torch tensors and plain
     Python values only (nanoGPT's torch.load(..., weights_only=True) refuses numpy objects)."""
     config, settings = ckpt["config"], ckpt.get("settings", {})
@@ -131,7 +130,7 @@ def nanogpt_checkpoint(ckpt, torch, dataset, out_dir="."):
         "model_args": model_args,
         "iter_num": int(ckpt.get("iter", 0)),
         "best_val_loss": float(ckpt.get("best_val", 1e9)),
-        "config": train_config(config, settings, dataset, out_dir),
+        "config": train_config(config, settings, dataset),
     }
 
 
@@ -162,14 +161,14 @@ def nanogpt_optimizer_state(saved, model, config, settings, torch):
     return {"state": state, "param_groups": param_groups}
 
 
-def train_config(config, settings, dataset, out_dir="."):
+def train_config(config, settings, dataset):
     """nanoGPT train.py's settings (its global names) that continue the run as char_gpt ran it.
     char_gpt takes one batch per step, so gradient_accumulation_steps = 1; its cosine schedule ends
     at max_iters (lr_decay_iters) and, after the warmup, is nanoGPT's exactly."""
     defaults = vars(char_gpt.build_parser().parse_args([]))
     s = {**defaults, **settings}
     return {
-        "out_dir": out_dir, "eval_interval": int(s["eval_interval"]), "log_interval": int(s["log_interval"]),
+        "out_dir": ".", "eval_interval": int(s["eval_interval"]), "log_interval": int(s["log_interval"]),
         "eval_iters": int(s["eval_iters"]), "always_save_checkpoint": bool(s["always_save"]),
         "init_from": "resume", "dataset": dataset, "gradient_accumulation_steps": 1,
         "batch_size": int(s["batch_size"]), "block_size": int(config["block_size"]),
@@ -318,7 +317,7 @@ def load_pt(path, torch, allow_pickle):
             raise SystemExit(f"{PROGRAM} from-nanogpt: {path} holds more than tensors and plain data, so "
                              f"torch.load(weights_only=True) refuses it ({first}).\nLoading it in full runs "
                              "code stored in the file: only if you trust where it came from, add --allow-pickle")
-    except (OSError, RuntimeError) as error:
+    except Exception as error:  # noqa: BLE001  (not a .pt file, truncated, ...)
         raise SystemExit(f"{PROGRAM} from-nanogpt: cannot read {path}: {error}") from None
     print(f"{path}: loading with weights_only=False (--allow-pickle): the file is trusted to run code")
     return torch.load(path, map_location="cpu", weights_only=False)
@@ -476,7 +475,6 @@ def export_safetensors(args):
 
 # ---------------------------------------------------------------------------- command line
 def build_parser():
-    from .common import HelpFormatter, program_name
     p = argparse.ArgumentParser(prog=program_name("demos.export"), description=__doc__.splitlines()[0],
                                 formatter_class=HelpFormatter)
     commands = p.add_subparsers(dest="command", required=True, metavar="{nanogpt,from-nanogpt,safetensors}")
@@ -493,7 +491,8 @@ def build_parser():
     back.add_argument("--out", required=True, metavar="CKPT.npz", help="the char_gpt checkpoint to write")
     back.add_argument("--meta", metavar="PATH", help="its meta.pkl (default: data/DATASET/meta.pkl, looked for)")
     back.add_argument("--text", metavar="FILE", help="the text it trained on, recorded for char_gpt --resume "
-                                                     "(default: input.txt beside meta.pkl, if there)")
+                                                     "(default: input.txt beside meta.pkl, else its "
+                                                     "train.bin and val.bin decoded)")
     back.add_argument("--allow-pickle", action="store_true",
                       help="load a file that weights_only=True refuses (it can run code: trusted files only)")
     st = commands.add_parser("safetensors", help="a char_gpt checkpoint's weights -> .safetensors (any GPT block)",
