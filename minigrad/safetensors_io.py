@@ -43,7 +43,7 @@ DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16,
           "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8,
           "U64": np.uint64, "U32": np.uint32, "U16": np.uint16, "U8": np.uint8, "BOOL": np.bool_}
 NAMES = {np.dtype(t): name for name, t in DTYPES.items()}
-INSTALL = "pip install safetensors (or: pip install -e \".[export]\")"
+INSTALL = 'pip install safetensors (or, in a clone of minigrad: pip install -e ".[export]")'
 
 
 def _package():
