@@ -68,6 +68,7 @@ from . import datasets, utils  # noqa: E402  (minigrad.utils.data, as torch.util
 from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)
 from .serialization import CheckpointError, load, save  # noqa: E402
+from .safetensors_io import load_safetensors, save_safetensors  # noqa: E402
 
 keep_freed_memory()
 

@@ -147,11 +147,18 @@ def save(obj, path):
     structure = json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "tree": tree})
     arrays[STRUCTURE_KEY] = np.frombuffer(structure.encode("utf-8"), dtype=np.uint8)
 
+    write_atomically(path, lambda f: np.savez(f, **arrays))  # a file object: numpy adds no ".npz" to the name
+
+
+def write_atomically(path, write):
+    """Call write(f) on a temporary file beside `path`, flush it to disk, then rename it onto
+    `path`; if anything fails, remove it and leave the old file at `path` untouched."""
+    path = os.fspath(path)
     directory, name = os.path.split(os.path.abspath(path))
     temp = tempfile.NamedTemporaryFile(dir=directory, prefix=f".{name}.", suffix=".tmp", delete=False)
     try:
         with temp:
-            np.savez(temp, **arrays)  # a file object: numpy adds no ".npz" to the name
+            write(temp)
             temp.flush()
             os.fsync(temp.fileno())
         os.chmod(temp.name, _new_file_mode(path))
