@@ -395,9 +395,16 @@ class GELU(Function):
         return kernels.gelu_backward(a, g, ctx.approximate)
 
 
+def check_clip_bounds(op, low, high):
+    """PyTorch's rule: a clip with neither bound is a mistake, not a copy."""
+    if low is None and high is None:
+        raise RuntimeError(f"{op}: At least one of 'min' or 'max' must not be None")
+
+
 class Clip(Function):
     @staticmethod
     def forward(ctx, a, low=None, high=None):
+        check_clip_bounds("clip (clamp)", low, high)
         ctx.save_for_backward(a)
         ctx.low, ctx.high = low, high
         return _in_dtype_of(a, np.clip(a, low, high))

@@ -254,6 +254,7 @@ class Tensor(TensorMath, TensorShape):
         return self._update("div_", lambda x, y: ops.Div.apply(*_operands(x, y, "div_")), other)
 
     def clamp_(self, min=None, max=None):
+        ops.check_clip_bounds("clamp_", min, max)
         return self._update("clamp_", lambda x: x.clip(min, max))
 
     def copy_(self, src, non_blocking=False):
