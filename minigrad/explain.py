@@ -26,6 +26,9 @@ from .autograd import SliceGrad, backward, unbroadcast
 def forward_order(root):
     """The tensors `root` was computed from (through recorded ops), each after its inputs: the
     order in which the forward pass could have made them."""
+    from . import _arguments as check
+
+    check.tensor("forward_order(root)", "root", root)
     order, seen, stack = [], set(), [(root, False)]
     while stack:
         t, inputs_done = stack.pop()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import opcheck, viz
+from minigrad import explain, opcheck, viz
 
 
 @pytest.fixture
@@ -39,6 +39,7 @@ SIGNATURES = {
     "find_bad_backward": r"find_bad_backward\(fn, inputs=\(\), \.\.\.\)",
     "record": r"record\(fn, inputs\)",
     "check_op": r"check_op\(call, \.\.\.\)",
+    "forward_order": r"forward_order\(root\)",
     "explain_backward": r"explain_backward\(root, grad=None, names=None, retain_graph=False, file=None, "
                         r"values_up_to=8\)",
     "save": r"save\(obj, path\)",
@@ -62,6 +63,7 @@ SLIPS = [  # (function, call, what the message names)
     ("find_bad_backward", lambda x, y: opcheck.find_bad_backward(x, lambda t: t.sum()), "fn must be a function"),
     ("record", lambda x, y: opcheck.record(lambda t: t.sum(), x.numpy()), "inputs must be a Tensor"),
     ("check_op", lambda x, y: opcheck.check_op(x), "call must be an OpCall"),
+    ("forward_order", lambda x, y: explain.forward_order([y]), "root must be a Tensor, got list"),
     ("explain_backward", lambda x, y: mg.explain_backward("y"), "root must be a Tensor"),
     ("explain_backward", lambda x, y: mg.explain_backward(y, "walk.txt"), "grad must be a Tensor, an array or a number"),
     ("explain_backward", lambda x, y: mg.explain_backward(y, names="x"), "names must map names to tensors"),
