@@ -54,7 +54,7 @@ def solution_text(exercise):
             last = node.body[-1]
             arguments = ", ".join(a.arg for a in node.args.args)
             replaced_by[(last.lineno, last.end_lineno)] = \
-                f"{' ' * last.col_offset}return _{node.name}({arguments})  # minigrad's own, written out below\n"
+                f"{' ' * last.col_offset}return _{node.name}({arguments})  # minigrad's own, written out above\n"
     lines = skeleton.splitlines(keepends=True)
     for (start, end), text in sorted(replaced_by.items(), reverse=True):
         lines[start - 1:end] = [_kernels_as_twins(text, twins)]
