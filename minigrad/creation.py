@@ -20,7 +20,7 @@ from . import ops
 from .devices import check_device
 from .ops import _axis
 from .random import generator
-from .tensor import DEFAULT_FLOAT, Tensor, _operands
+from .tensor import DEFAULT_FLOAT, Tensor, _operands, _promoted
 from .tensor_math import _pytorch_names
 
 
@@ -55,7 +55,7 @@ def cat(tensors, axis=None, *, dim=None):
     """Join tensors along an existing axis (axis= or dim=, 0 by default)."""
     if dim is not None:
         axis = _pytorch_names("cat", axis, False, dim, None)[0]
-    tensors = [as_tensor(t) for t in tensors]
+    tensors = _promoted([as_tensor(t) for t in tensors])  # (float32 with float64: float64, as in PyTorch)
     if not tensors:
         raise ValueError("cat: needs at least one tensor")
     return ops.Cat.apply(*tensors, axis=_axis(axis or 0, tensors[0].ndim, "cat", tensors[0].shape))
@@ -65,7 +65,7 @@ def stack(tensors, axis=None, *, dim=None):
     """Join equal-shaped tensors along a new axis (axis= or dim=, 0 by default)."""
     if dim is not None:
         axis = _pytorch_names("stack", axis, False, dim, None)[0]
-    tensors = [as_tensor(t) for t in tensors]
+    tensors = _promoted([as_tensor(t) for t in tensors])  # (float32 with float64: float64, as in PyTorch)
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
     return ops.Stack.apply(*tensors, axis=_axis(axis or 0, tensors[0].ndim + 1, "stack", tensors[0].shape))

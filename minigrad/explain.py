@@ -15,6 +15,7 @@ The rule is the op's `rule` attribute, the one-line derivation written beside it
 ops.py. A tensor of at most `values_up_to` numbers is printed whole (a micrograd-sized example
 can be followed by hand); a larger one as its shape and norm.
 """
+import numbers
 import sys
 
 import numpy as np
@@ -25,6 +26,9 @@ from .autograd import SliceGrad, backward, unbroadcast
 def forward_order(root):
     """The tensors `root` was computed from (through recorded ops), each after its inputs: the
     order in which the forward pass could have made them."""
+    from . import _arguments as check
+
+    check.tensor("forward_order(root)", "root", root)
     order, seen, stack = [], set(), [(root, False)]
     while stack:
         t, inputs_done = stack.pop()
@@ -129,7 +133,19 @@ def explain_backward(root, grad=None, names=None, retain_graph=False, file=None,
     other tensors are called x1, x2, ... (leaves) and t1, t2, ... (made by ops).
     file: where to print (default sys.stdout). Returns the `Step`s, a list (shown as one line, so
     that a notebook cell ending with the call shows the walk once)."""
+    from . import _arguments as check
+    from .tensor import Tensor
+
+    signature = "explain_backward(root, grad=None, names=None, retain_graph=False, file=None, values_up_to=8)"
+    check.tensor(signature, "root", root)
+    if grad is not None and not isinstance(grad, (Tensor, np.ndarray, numbers.Number)):
+        raise TypeError(f"{signature}: grad must be a Tensor, an array or a number (the gradient of the loss "
+                        f"with respect to root), got {type(grad).__name__} {grad!r:.40}")
+    names = check.names(signature, names)
     file = sys.stdout if file is None else file
+    if not callable(getattr(file, "write", None)):
+        raise TypeError(f"{signature}: file must be a text stream (sys.stdout, or open(path, 'w')), got "
+                        f"{type(file).__name__} {file!r:.40}")
     labels = _Labels(root, names)
     steps, swapped = Walk(), []
     for t in forward_order(root):

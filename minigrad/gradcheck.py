@@ -141,10 +141,13 @@ def gradcheck(fn, inputs=(), *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=
     Returns a `GradcheckReport` (truthy if passed); raises `GradcheckError` with the report's
     table on failure unless raise_exception=False.
     """
+    from . import _arguments as check
     from .nn.module import Module
     from .tensor import Tensor
 
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    signature = "gradcheck(fn, inputs=(), ...)"
+    check.function(signature, "fn", fn)
+    inputs = check.inputs(signature, inputs)
     names = [None] * len(inputs)
     if isinstance(fn, Module):
         fn, inputs, names = _module_case(fn, inputs)

@@ -62,6 +62,10 @@ def record(fn, inputs):
     Returns (output, {id(ctx): OpCall}). A profile hook (sys.setprofile: this thread only, the
     previous hook is put back) sees each call of `Function.apply` and its return value, so the
     ops themselves need no change and cost nothing extra when nobody is recording."""
+    from . import _arguments as check
+
+    check.function("record(fn, inputs)", "fn", fn)
+    inputs = check.inputs("record(fn, inputs)", inputs)
     calls, pending = {}, {}
 
     def hook(frame, event, arg):
@@ -169,6 +173,9 @@ class _Replay:
 
 def check_op(call, *, eps=1e-6, atol=1e-5, rtol=1e-3, max_elements=128, rng=None):
     """Check one recorded op's backward against central differences of its own forward."""
+    if not isinstance(call, OpCall):
+        raise TypeError(f"check_op(call, ...): call must be an OpCall, one of the values of record(fn, inputs)[1], "
+                        f"got {type(call).__name__}")
     rng = np.random.default_rng(0) if rng is None else rng
     ctx = call.ctx
     arrays = [_float64(t.data) for t in ctx.inputs]
@@ -311,9 +318,11 @@ def find_bad_backward(fn, inputs=(), *, eps=1e-6, atol=1e-5, rtol=1e-3, max_elem
              rounded values).
     max_elements: elements checked per input of each op; larger inputs are sampled at random.
     """
-    from .tensor import Tensor
+    from . import _arguments as check
 
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    signature = "find_bad_backward(fn, inputs=(), ...)"
+    check.function(signature, "fn", fn)
+    inputs = check.inputs(signature, inputs)
     state = _random.get_state()
     try:
         return _search(fn, inputs, eps, atol, rtol, max_elements, seed)

@@ -395,9 +395,16 @@ class GELU(Function):
         return kernels.gelu_backward(a, g, ctx.approximate)
 
 
+def check_clip_bounds(op, low, high):
+    """PyTorch's rule: a clip with neither bound is a mistake, not a copy."""
+    if low is None and high is None:
+        raise RuntimeError(f"{op}: At least one of 'min' or 'max' must not be None")
+
+
 class Clip(Function):
     @staticmethod
     def forward(ctx, a, low=None, high=None):
+        check_clip_bounds("clip (clamp)", low, high)
         ctx.save_for_backward(a)
         ctx.low, ctx.high = low, high
         return _in_dtype_of(a, np.clip(a, low, high))
@@ -907,16 +914,35 @@ class Unbind(Function):
         return grad
 
 
-def _same_float_dtype(op, arrays):
-    floats = {a.dtype for a in arrays if a.dtype.kind == "f"}
-    if len(floats) > 1:
-        raise TypeError(f"{op}: dtypes differ: {', '.join(sorted(map(str, floats)))}; convert with .float() or .double()")
+# ============================================================================ float32 meeting float64
+def same_float_dtype(op, named):
+    """The rule for two float dtypes in one op, decided here once, as in PyTorch:
+
+    - Elementwise ops (+ - * / **, maximum, minimum, //, %), comparisons, where, cat and stack
+      promote: they compute in numpy's `result_type`, float64 for float32 with float64, so
+      `mg.eye(3) + mg.ones(3, 3, dtype="float64")` is float64. The float32 operand is cast first,
+      in the graph (tensor._promoted), so the op sees one dtype and its backward works in float64;
+      the cast's backward gives the float32 input its gradient in float32 (and the walk casts every
+      gradient to its input's dtype as it accumulates, autograd._accumulate). An in-place op keeps
+      its tensor's dtype: `w -= lr * g64` casts the right side to w's dtype, as PyTorch does.
+    - matmul, linear, layer_norm and the fused attention kernel refuse a mix, as PyTorch's do
+      ("expected both to have the same dtype"): this function is that refusal. Their kernels
+      compute in one dtype, and a silent float64 copy of a float32 model's weights on every call
+      would cost twice the memory and most of the speed; a float64 input reaching a float32 model
+      is usually a numpy array that was not converted.
+
+    named: [(name, array or Tensor or None)]; raises TypeError unless their float dtypes agree."""
+    floats = [(name, x.dtype) for name, x in named if x is not None and x.dtype.kind == "f"]
+    if len({dtype for _, dtype in floats}) > 1:
+        got = ", ".join(f"{name} {dtype}" for name, dtype in floats)
+        raise TypeError(f"{op}: expected the same float dtype, got {got} (PyTorch refuses this mix too; "
+                        "elementwise ops promote to float64). Convert with .float() or .double(), "
+                        "or a model with model.float() or model.double()")
 
 
 class Cat(Function):
     @staticmethod
     def forward(ctx, *arrays, axis=0):
-        _same_float_dtype("cat", arrays)
         ctx.axis = axis
         ctx.splits = np.cumsum([a.shape[axis] for a in arrays])[:-1]
         try:
@@ -936,7 +962,6 @@ class Cat(Function):
 class Stack(Function):
     @staticmethod
     def forward(ctx, *arrays, axis=0):
-        _same_float_dtype("stack", arrays)
         ctx.axis = axis
         if len({a.shape for a in arrays}) > 1:
             raise ValueError(f"stack: all shapes must be equal, got {[a.shape for a in arrays]}")
@@ -1170,6 +1195,7 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias=None):
+        same_float_dtype("linear", [("input", x), ("weight", weight), ("bias", bias)])
         if x.shape[-1] != weight.shape[1]:
             raise ValueError(
                 f"linear: input of shape {x.shape} has {x.shape[-1]} features, "
@@ -1306,9 +1332,7 @@ class ScaledDotProductAttention(Function):
         for name, x in (("q", q), ("k", k), ("v", v)):
             if x.ndim < 2:
                 raise ValueError(f"scaled_dot_product_attention: {name} must be (..., T, d), got shape {x.shape}")
-        if not q.dtype == k.dtype == v.dtype:
-            raise TypeError(f"scaled_dot_product_attention: q, k, v must share a dtype, got {q.dtype}, "
-                            f"{k.dtype}, {v.dtype}")
+        same_float_dtype("scaled_dot_product_attention", [("q", q), ("k", k), ("v", v)])
         if k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
             raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
                              "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
@@ -1349,6 +1373,7 @@ class LayerNorm(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, eps=1e-5):
+        same_float_dtype("layer_norm", [("input", x), ("weight", weight), ("bias", bias)])
         d = x.shape[-1]
         if weight.shape != (d,) or bias.shape != (d,):
             raise ValueError(

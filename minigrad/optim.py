@@ -350,7 +350,10 @@ def clip_grad_norm_(parameters, max_norm):
         total = √(Σ over every gradient entry of g²)      (summed in float64)
         if total > max_norm:  g ← g · max_norm / (total + 1e-6)   for every gradient, in place
 
-    Parameters whose `.grad` is None are ignored. Returns `total` (before clipping) as a Python
+    Parameters whose `.grad` is None are ignored. A parameter listed twice (`[w, w]`, or two
+    parameter groups that share a weight) counts once: its gradient enters `total` once and is
+    scaled once. (PyTorch does not de-duplicate: there `[w, w]` counts w's norm twice and scales
+    `w.grad` twice.) Returns `total` (before clipping) as a Python
     float, handy for logging. If `total` is inf or NaN the gradients are left alone and `total` is
     returned, so the caller can see the problem and skip the step.
     """

@@ -141,7 +141,12 @@ def save(obj, path):
     within a directory replaces the old file in one step). If anything fails, the temporary file
     is removed and the old file at `path` is untouched. (A process killed while saving cannot clean
     up: it leaves the old checkpoint intact and a stray hidden `.<name>.*.tmp` file beside it.)"""
-    path = os.fspath(path)
+    from . import _arguments as check
+
+    if check.is_path(obj) and not check.is_path(path):
+        raise TypeError(f"save(obj, path): the object comes first, then the path (as in torch.save), got a path "
+                        f"{obj!r} first and {type(path).__name__} second")
+    path = os.fspath(check.path("save(obj, path)", "path", path))
     arrays = {}
     tree = _encode(obj, arrays, "checkpoint")
     structure = json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "tree": tree})
@@ -215,7 +220,9 @@ def load(path):
     an array whose header declares more bytes than the file holds, a tree nested deeper than
     MAX_DEPTH. Never unpickles. A server that catches CheckpointError sees no other error from a
     bad file (any other failure while reading is reported as CheckpointError, caused by it)."""
-    path = os.fspath(path)
+    from . import _arguments as check
+
+    path = os.fspath(check.path("load(path)", "path", path))
     with open(path, "rb") as f:
         try:
             return _load(f)

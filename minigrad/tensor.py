@@ -47,8 +47,13 @@ class Tensor(TensorMath, TensorShape):
       that sets `promotes_int_to_float`.) Sums, products, max, relu, ... of integers stay integers.
     - An integer tensor meeting a float tensor or a Python float becomes float: `mg.arange(4) * 0.5`
       and `mg.arange(4) ** 0.5` are float32.
-    - Two different float dtypes are never mixed silently (float32 + float64 raises): convert one
-      with `.float()` or `.double()`.
+    - float32 meeting float64 gives float64 in elementwise ops, comparisons, where, cat and stack
+      (numpy's result_type, as PyTorch promotes), and each input's gradient comes back in that
+      input's own dtype (a float32 weight keeps a float32 .grad). matmul, linear, layer_norm and
+      fused attention refuse the mix, as PyTorch's do: there a float64 input to a float32 model
+      is nearly always an unconverted numpy array, and a silent float64 copy of the weights would
+      cost twice the memory; the message says to write `.float()` or `.double()`. (The rule, once:
+      ops.same_float_dtype.)
 
     The elementwise functions and reductions (exp, tanh, sum, softmax, ...) are inherited from
     `TensorMath` (tensor_math.py), the shape methods (reshape, permute, split, ...) from
@@ -254,6 +259,7 @@ class Tensor(TensorMath, TensorShape):
         return self._update("div_", lambda x, y: ops.Div.apply(*_operands(x, y, "div_")), other)
 
     def clamp_(self, min=None, max=None):
+        ops.check_clip_bounds("clamp_", min, max)
         return self._update("clamp_", lambda x: x.clip(min, max))
 
     def copy_(self, src, non_blocking=False):
@@ -395,8 +401,7 @@ class Tensor(TensorMath, TensorShape):
         a, b = _operands(self, other, "matmul")
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError(f"matmul: operands must have at least 1 dim, got shapes {a.shape} and {b.shape}")
-        if a.dtype.kind == "f" and b.dtype.kind == "f" and a.dtype != b.dtype:
-            raise TypeError(f"matmul: dtypes differ: {a.dtype} and {b.dtype}")
+        ops.same_float_dtype("matmul", [("self", a), ("other", b)])  # (refused, as in PyTorch: see there)
         a2 = a.reshape(1, -1) if a.ndim == 1 else a
         b2 = b.reshape(-1, 1) if b.ndim == 1 else b
         if a2.shape[-1] != b2.shape[-2]:
@@ -475,8 +480,9 @@ def _operands(a, b, op):
     """Make both operands Tensors of one dtype.
 
     A Python number or an integer/bool tensor takes the float operand's dtype. Two float tensors
-    of different precision are refused: mixing float32 and float64 silently is a common bug
-    (a float64 input to a float32 model), and the message says how to convert."""
+    of different precision both become their result_type (float64), as in PyTorch, except in
+    place (op "add_", ...), where the other operand takes this tensor's dtype. The rule and its
+    reasons: ops.same_float_dtype."""
     a_is, b_is = isinstance(a, Tensor), isinstance(b, Tensor)
     if a_is and b_is:
         da, db = a.data.dtype, b.data.dtype
@@ -488,15 +494,23 @@ def _operands(a, b, op):
     if da != db:
         fa, fb = da.kind == "f", db.kind == "f"
         if fa and fb:
-            raise TypeError(
-                f"{op}: dtypes differ: {da} and {db} (shapes {a.shape} and {b.shape}); convert one with "
-                ".float() or .double() (for a model: model.to(dtype))"
-            )
+            if op == "matmul":
+                return a, b  # refused there, as PyTorch's matmul does (ops.same_float_dtype)
+            return (a, b.to(da)) if op.endswith("_") else tuple(_promoted([a, b]))
         if fa:
             b = Tensor._from_op(b.data.astype(da), False)
         elif fb:
             a = Tensor._from_op(a.data.astype(db), False)
     return a, b
+
+
+def _promoted(tensors):
+    """Float tensors of different precision, each cast (in the graph) to their numpy result_type:
+    the op then sees one dtype, and each cast's backward gives its input a gradient in its own
+    dtype. Other tensors are left as they are."""
+    floats = [t.dtype for t in tensors if t.dtype.kind == "f"]
+    wide = np.result_type(*floats) if floats else None
+    return [t.to(wide) if t.dtype.kind == "f" else t for t in tensors]
 
 
 def _meeting_number(x, number):

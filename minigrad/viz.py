@@ -23,9 +23,12 @@ import subprocess
 
 import numpy as np
 
+from . import _arguments as check
+
 
 def backward_keeping_grads(root):
     """Backward that keeps the graph and stores `.grad` on every intermediate tensor too."""
+    check.tensor("backward_keeping_grads(root)", "root", root)
     stack, seen = [root], set()
     while stack:
         t = stack.pop()
@@ -157,8 +160,9 @@ def _label(b, name):
     return lines
 
 
-def _names(root, names):
-    by_id = {id(t): n for n, t in (names or {}).items()}
+def _names(root, names, signature):
+    check.tensor(signature, "root", root)
+    by_id = {id(t): n for n, t in check.names(signature, names).items()}
     by_id.setdefault(id(root), "output")
     return by_id
 
@@ -166,7 +170,7 @@ def _names(root, names):
 def to_dot(root, names=None):
     """The graph that produced `root`, as DOT text. `names` maps name -> tensor (for example
     `dict(model.named_parameters())`) to label parameters."""
-    by_id = _names(root, names)
+    by_id = _names(root, names, "to_dot(root, names=None)")
     boxes, ovals = _graph(root)
     ids = {key: f"n{i}" for i, key in enumerate(list(boxes) + list(ovals))}
     lines = ["digraph minigrad {", '  rankdir=LR; node [fontname="Helvetica", fontsize=10];']
@@ -184,7 +188,11 @@ def render(root, path, names=None, format="svg"):
     """Write `path`.dot, and `path`.svg/.png when Graphviz's `dot` is installed.
     Returns the path of the picture, or of the .dot file when there is no `dot` (`draw` makes a
     picture with matplotlib instead)."""
-    base = os.path.splitext(str(path))[0]
+    signature = "render(root, path, names=None, format='svg')"
+    check.tensor(signature, "root", root)
+    check.path(signature, "path", path)
+    check.names(signature, names)
+    base = os.path.splitext(os.fsdecode(path))[0]
     dot_path = base + ".dot"
     with open(dot_path, "w") as f:
         f.write(to_dot(root, names))
@@ -239,9 +247,17 @@ def draw(root, names=None, path=None, title=None):
     Leaves on the left, the output on the right, each node in the column of its depth; tensors
     are boxes (name, shape, |grad|; value and gradient for one number), ops are rounded ovals.
     names: name -> tensor, as in `to_dot`. path: also save the picture there (PNG, SVG, PDF by
-    its extension). Returns the matplotlib Figure (a notebook shows it as the cell's result)."""
+    its extension); a path in the place of `names`, `draw(y, "graph.png")` as with `render`, is
+    the path. Returns the matplotlib Figure (a notebook shows it as the cell's result)."""
+    signature = "draw(root, names=None, path=None, title=None)"
+    if check.is_path(names):
+        if path is not None:
+            raise TypeError(f"{signature}: got two paths, {names!r} in the place of names and path={path!r}")
+        names, path = None, names
+    if path is not None:
+        check.path(signature, "path", path)
+    by_id = _names(root, names, signature)
     Figure = _figure_class()
-    by_id = _names(root, names)
     boxes, ovals = _graph(root)
     depth = _depths(boxes, ovals)
     columns = {}

@@ -476,7 +476,7 @@ def test_commands_start_check_solution_and_list(tmp_path, capsys):
 
     assert cli.main(["solution", "softmax"]) == 0
     out = capsys.readouterr().out
-    assert "class Softmax(Function)" in out and "def softmax_backward_numpy" in out
+    assert "class Softmax(ops.Softmax)" in out and "def softmax_backward_numpy" in out
 
     (tmp_path / "mine" / "div.py").write_text(source(SOLVED["div"]))
     assert cli.main(["list", "--dir", folder]) == 0

@@ -424,6 +424,16 @@ def test_clip_grad_norm_non_finite_is_returned_unscaled(bad):
     np.testing.assert_array_equal(a.grad, [1.0, bad])
 
 
+def test_clip_grad_norm_counts_a_parameter_listed_twice_once():
+    # PyTorch does not de-duplicate: [w, w] gives total sqrt(2) * 5 there and scales w.grad twice
+    w = param([0.0, 0.0])
+    w.grad = np.array([3.0, 4.0])  # norm 5
+    total = optim.clip_grad_norm_([w, w], max_norm=1.0)
+    assert total == pytest.approx(5.0, abs=1e-12)
+    np.testing.assert_allclose(w.grad, np.array([3.0, 4.0]) / (5.0 + 1e-6), rtol=1e-15)
+    assert np.linalg.norm(np.asarray(w.grad)) == pytest.approx(1.0, rel=1e-6)
+
+
 # ---------------------------------------------------------------------------- schedules
 def test_cosine_with_warmup_known_steps():
     def f(step):

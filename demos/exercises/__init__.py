@@ -4,7 +4,7 @@
     python -m demos.exercises start softmax        # writes ./minigrad_exercises/softmax.py
     python -m demos.exercises check softmax        # gradient check, element by element, with a hint
     python -m demos.exercises train softmax        # a model trained with your backward, and with minigrad's
-    python -m demos.exercises solution softmax     # minigrad's own code
+    python -m demos.exercises solution softmax     # your file with minigrad's own backward written in
     python -m demos.exercises grade SUBMISSIONS    # for teachers: one CSV row per learner and file
 
 Each exercise is derived from the engine itself: the learner's class subclasses the real op of
@@ -15,7 +15,8 @@ op. The files:
     checker.py     checking one file in this process: gradient checks and comparisons, the report
     isolation.py   checking files in a child process, each with a time limit
     training.py    the two small models `train` runs
-    grading.py     the teacher's CSV
+    solution.py    the solution, as the learner's file with minigrad's own code written in
+    grading.py     the teacher's CSV, several learners at a time
     skeletons/     the files `start` hands out
 """
 from pathlib import Path

@@ -1,49 +1,80 @@
-"""python -m demos.exercises {list, start, check, solution, train, grade}: see --help, and the
-README's "Learn by writing the backward"."""
+"""python -m demos.exercises {list, start, check, solution, train, grade}: write the backward of a
+real op yourself, check it, and train a model with it. Run any command with --help for its
+options; the README's "Learn by writing the backward" walks through them."""
 import argparse
-import importlib
-import inspect
 import shutil
 import sys
 from pathlib import Path
 
-from . import catalogue, checker, grading, training
+from . import catalogue, checker, grading, solution, training
 from .isolation import check_isolated
 
 DEFAULT_DIR = "minigrad_exercises"
-_ROOT = Path(__file__).resolve().parents[2]
+
+DESCRIPTION = """Exercises: write the backward of a real op of minigrad yourself, check it element by element,
+then train a model with it. Start with `list`, then `start NAME`, edit the file it writes, and run
+`check NAME` until it passes."""
+
+HELP = {  # one complete sentence per command: its line in --help, and the head of its own --help
+    "list": "List the exercises, easiest first, and say whether your file for each one passes.",
+    "start": "Write the skeleton of an exercise to DIR/NAME.py: the op's real forward, and a backward for you "
+             "to write.",
+    "check": "Check your file with a gradient check of every element, and exit with 0 if it passes, 1 if not.",
+    "solution": "Print the solution in the form of your file (the skeleton with minigrad's own backward written "
+                "in, and where that code lives in the library), so that `solution NAME > DIR/NAME.py` passes "
+                "`check NAME --dir DIR`.",
+    "train": "Train a small model twice from one seed, with minigrad's code and with yours, and compare the "
+             "losses.",
+    "grade": "For teachers: check every SUBMISSIONS/<learner>/<exercise>.py, several learners at a time, print "
+             "a line per learner and write one CSV row per file.",
+}
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="python -m demos.exercises", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="python -m demos.exercises", description=DESCRIPTION)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name):
+        return sub.add_parser(name, help=HELP[name], description=HELP[name])
 
     def with_dir(q):
-        q.add_argument("--dir", default=DEFAULT_DIR, help="the folder of your exercise files")
+        q.add_argument("--dir", default=DEFAULT_DIR, help=f"The folder of your exercise files (default: {DEFAULT_DIR}).")
 
-    q = sub.add_parser("list", help="the exercises, easiest first, and whether your file passes")
+    def with_name(q):
+        q.add_argument("name", metavar="NAME", help="The exercise's name, as `list` shows it (for example softmax).")
+
+    q = command("list")
     with_dir(q)
-    q.add_argument("--timeout", type=float, default=60.0, help="seconds allowed to check each file")
-    q = sub.add_parser("start", help="write the skeleton of an exercise to DIR/NAME.py")
-    q.add_argument("name")
+    q.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="The seconds allowed to check each file (default: 60).")
+    q = command("start")
+    with_name(q)
     with_dir(q)
-    q.add_argument("--force", action="store_true", help="overwrite an existing file")
-    q = sub.add_parser("check", help="check your file: exit 0 if it passes, 1 if not")
-    q.add_argument("name")
+    q.add_argument("--force", action="store_true", help="Overwrite an existing file (your work in it is lost).")
+    q = command("check")
+    with_name(q)
     with_dir(q)
-    q.add_argument("--timeout", type=float, default=60.0, help="seconds allowed before the check gives up")
-    q = sub.add_parser("solution", help="print minigrad's own code for the exercise")
-    q.add_argument("name")
-    q = sub.add_parser("train", help="train a small model with your code and with minigrad's, from one seed")
-    q.add_argument("name")
+    q.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="The seconds allowed before the check gives up (default: 60).")
+    q = command("solution")
+    with_name(q)
+    q = command("train")
+    with_name(q)
     with_dir(q)
-    q.add_argument("--steps", type=int, default=None, help="training steps (default: 150 for the MLP, 40 for the GPT)")
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--no-plot", action="store_true", help="no PNG of the two loss curves")
-    q = sub.add_parser("grade", help="for teachers: check SUBMISSIONS/<learner>/<exercise>.py, write a CSV")
-    q.add_argument("submissions")
-    q.add_argument("--out", default="grades.csv", help="the CSV to write")
-    q.add_argument("--timeout", type=float, default=60.0, help="seconds allowed to check each file")
+    q.add_argument("--steps", type=int, default=None,
+                   help="The number of training steps (default: 150 for the MLP, 40 for the GPT).")
+    q.add_argument("--seed", type=int, default=0, help="The seed of both runs (default: 0).")
+    q.add_argument("--no-plot", action="store_true", help="Do not write a PNG of the two loss curves.")
+    q = command("grade")
+    q.add_argument("submissions", metavar="SUBMISSIONS",
+                   help="The folder that holds one folder per learner, each with that learner's exercise files.")
+    q.add_argument("--out", default="grades.csv", help="The CSV to write (default: grades.csv).")
+    q.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="The seconds allowed to check each file; a file that takes longer is marked as timed "
+                        "out, and its learner's check process is stopped (default: 60).")
+    q.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="How many learners to grade at a time (default: the number of cores, here "
+                        f"{grading.default_jobs()}).")
     return p
 
 
@@ -98,18 +129,7 @@ def cmd_check(args):
 
 
 def cmd_solution(args):
-    exercise = _exercise(args.name)
-    print(f"# {exercise.name}: {exercise.title}\n# the reference solution is minigrad's own code:\n")
-    for part in exercise.parts:
-        for obj in ([part.reference] if part.show_reference else []) + list(part.shows):
-            if isinstance(obj, str):  # "module:name"
-                module, name = obj.split(":")
-                obj = getattr(importlib.import_module(module), name, None)
-                if obj is None:
-                    continue
-            where = Path(inspect.getsourcefile(obj)).resolve()
-            where = where.relative_to(_ROOT) if _ROOT in where.parents else where
-            print(f"# ---- {where}\n{inspect.getsource(obj)}")
+    print(solution.solution_text(_exercise(args.name)), end="")
     return 0
 
 
@@ -142,9 +162,18 @@ def cmd_train(args):
 
 
 def cmd_grade(args):
-    rows = grading.grade(args.submissions, args.out, timeout=args.timeout,
-                         progress=lambda r: print(f"{r['learner']}/{r['exercise']}: "
-                                                  f"{'pass' if r['passed'] == 'true' else r['first_failure']}"))
+    try:
+        learners = len({learner for learner, _, _ in grading.submissions(args.submissions)})
+    except FileNotFoundError as e:
+        print(e, file=sys.stderr)
+        return 1
+    finished = []
+
+    def progress(learner, rows, seconds):
+        finished.append(learner)
+        print(f"[{len(finished)}/{learners}] {grading.progress_line(learner, rows, seconds)}", flush=True)
+
+    rows = grading.grade(args.submissions, args.out, timeout=args.timeout, progress=progress, jobs=args.jobs)
     if not rows:
         print(f"grade: no exercise files found in {args.submissions}/<learner>/ (expected e.g. softmax.py)")
         return 1

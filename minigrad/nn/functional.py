@@ -18,8 +18,7 @@ def linear(x, weight, bias=None):
         x = Tensor(x, dtype=None if isinstance(x, np.ndarray) else weight.dtype)
     if x.ndim == 0:
         raise ValueError(f"linear: the input must have a feature axis (..., {weight.shape[1]}), got shape ()")
-    if x.dtype != weight.dtype:
-        raise TypeError(f"linear: input is {x.dtype} but the weight is {weight.dtype}; convert one (model.to(dtype))")
+    ops.same_float_dtype("linear", [("input", x), ("weight", weight), ("bias", bias)])
     return ops.Linear.apply(x, weight) if bias is None else ops.Linear.apply(x, weight, bias)
 
 
@@ -33,8 +32,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     d = int(np.prod(shape))
     weight = Tensor(np.ones(d, dtype=x.dtype)) if weight is None else weight.reshape(d)
     bias = Tensor(np.zeros(d, dtype=x.dtype)) if bias is None else bias.reshape(d)
-    if weight.dtype != x.dtype:
-        raise TypeError(f"layer_norm: input is {x.dtype} but the weight is {weight.dtype}; convert one")
+    ops.same_float_dtype("layer_norm", [("input", x), ("weight", weight), ("bias", bias)])
     flat = x.reshape(x.shape[: x.ndim - len(shape)] + (d,)) if len(shape) != 1 else x
     return ops.LayerNorm.apply(flat, weight, bias, eps=eps).reshape(x.shape)
 
