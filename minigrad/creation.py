@@ -21,7 +21,7 @@ from .devices import check_device
 from .ops import _axis
 from .random import generator
 from .tensor import DEFAULT_FLOAT, Tensor, _operands
-from .tensor_math import _pytorch_names
+from .tensor_math import _correction, _dim_and_keepdim, _pytorch_names
 
 
 def as_tensor(x, dtype=None, device=None):
@@ -69,6 +69,29 @@ def stack(tensors, axis=None, *, dim=None):
     if not tensors:
         raise ValueError("stack: needs at least one tensor")
     return ops.Stack.apply(*tensors, axis=_axis(axis or 0, tensors[0].ndim + 1, "stack", tensors[0].shape))
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=None, *, correction=None, ddof=None, axis=None,
+             keepdims=None):
+    """The pair (variance, mean) over `dim`, as `torch.var_mean`: the variance divides by n - 1 by
+    default (see `Tensor.var` for unbiased=, correction= and ddof=). Both are in the graph."""
+    return _spread_and_mean("var_mean", "var", input, dim, unbiased, keepdim, correction, ddof, axis, keepdims)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=None, *, correction=None, ddof=None, axis=None,
+             keepdims=None):
+    """The pair (standard deviation, mean) over `dim`, as `torch.std_mean` (see `var_mean`)."""
+    return _spread_and_mean("std_mean", "std", input, dim, unbiased, keepdim, correction, ddof, axis, keepdims)
+
+
+def _spread_and_mean(op, spread, x, dim, unbiased, keepdim, correction, ddof, axis, keepdims):
+    x = as_tensor(x)
+    dim, keepdim = _dim_and_keepdim(op, dim, unbiased, keepdim, axis, keepdims)
+    if isinstance(dim, bool):  # var_mean(x, False): PyTorch's (input, unbiased) overload
+        dim, unbiased = None, dim
+    _correction(op, unbiased, correction, ddof)  # (checked here, to name this function in the error)
+    value = getattr(x, spread)(dim, unbiased, keepdim, correction=correction, ddof=ddof)
+    return value, x.mean(axis=dim, keepdims=keepdim)
 
 
 def where(condition, a, b):

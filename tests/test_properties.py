@@ -126,7 +126,7 @@ SHAPED = {
             lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims)),
     "mean": (lambda v: v.ndim >= 1, _reduce_params, lambda x, axis, keepdims: x.mean(axis, keepdims),
              lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims)),
-    "var": (lambda v: v.ndim >= 1, _reduce_params, lambda x, axis, keepdims: x.var(axis, keepdims),
+    "var": (lambda v: v.ndim >= 1, _reduce_params, lambda x, axis, keepdims: x.var(axis, keepdim=keepdims, correction=0),
             lambda x, axis, keepdims: np.var(x, axis=axis, keepdims=keepdims)),
     "transpose": (lambda v: v.ndim >= 2, _no_params, lambda x: x.transpose(-2, -1), lambda x: np.swapaxes(x, -2, -1)),
     "permute": (lambda v: v.ndim >= 2, _permute_params, lambda x, axes: x.permute(axes),
