@@ -66,7 +66,7 @@ for _name in (
 del _name
 
 # PyTorch's statistics, tests, sampling and dtype names (`torch.var_mean`, `torch.all(x)`, `torch.int32`, ...)
-from .creation import std_mean, var_mean  # noqa: E402
+from .creation import multinomial, randint, randperm, std_mean, var_mean  # noqa: E402
 
 for _name in "all any isclose allclose histc histogram log10 log1p expm1 sort argsort".split():
     globals()[_name] = _method(_name)

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import kernels
 from .autograd import Function, SliceGrad
-from .random import generator
+from .random import rng
 
 try:  # the error for an axis out of range: in numpy.exceptions from numpy 1.25, at the top level before
     from numpy.exceptions import AxisError
@@ -1532,11 +1532,11 @@ class Dropout(Function):
     expected value is unchanged (and nothing needs rescaling at evaluation)."""
 
     @staticmethod
-    def forward(ctx, a, p=0.5, mask=None):
+    def forward(ctx, a, p=0.5, mask=None, generator=None):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout: p must be in [0, 1], got {p}")
-        if mask is None:
-            mask = generator().random(a.shape, dtype=np.float64 if a.dtype == np.float64 else np.float32) >= p
+        if mask is None:  # drawn from `generator` (a minigrad.Generator), or the default one
+            mask = rng(generator).random(a.shape, dtype=np.float64 if a.dtype == np.float64 else np.float32) >= p
         elif mask.shape != a.shape:
             raise ValueError(f"dropout: mask of shape {mask.shape} must match the input's shape {a.shape}")
         scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import ops
 from .ops import _axis
+from .random import rng
 
 TopK = collections.namedtuple("topk", ["values", "indices"])  # what topk returns, as PyTorch's
 MaxMin = collections.namedtuple("max", ["values", "indices"])  # what max(dim=d) and min(dim=d) return
@@ -293,6 +294,25 @@ class TensorMath:
         return ops.LogSoftmax.apply(self, axis=_axis(-1 if axis is None else axis, self.ndim, "log_softmax",
                                                      self.shape))
 
+    # ------------------------------------------------------------------ random numbers
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        """Indices drawn with probabilities proportional to this tensor's weights; see
+        `minigrad.multinomial`."""
+        from .creation import multinomial  # (creation.py imports tensor.py, which imports this module)
+
+        return multinomial(self, num_samples, replacement, generator=generator)
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Fill with samples from N(mean, std^2), in place, drawn from `generator` or the default one.
+        As every in-place change: on a weight, inside `no_grad()`."""
+        values = rng(generator).normal(mean, std, self.shape)
+        return self._update("normal_", _copy_op(), values.astype(self.dtype))
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        """Fill with samples from U(a, b), in place (see `normal_`). PyTorch names the bounds from and to."""
+        values = rng(generator).uniform(a, b, self.shape)
+        return self._update("uniform_", _copy_op(), values.astype(self.dtype))
+
     # ------------------------------------------------------------------ tests and counts (outside the graph)
     def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Whether every element (along `dim`, an int or a tuple) is nonzero: a bool tensor, so that
@@ -445,3 +465,9 @@ def _linear_edges(low, high, bins, dtype):
     first = wide(start) + wide(step) * i.astype(wide)
     second = wide(end) - wide(step) * (bins - i).astype(wide)
     return np.where(i < (bins + 1) // 2, first, second).astype(dtype)
+
+
+def _copy_op():
+    from .tensor import Copy  # (tensor.py imports this module)
+
+    return Copy.apply
