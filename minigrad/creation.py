@@ -1,7 +1,8 @@
 """The functions that make tensors, as in PyTorch: from data (`tensor`, `as_tensor`), from a shape
-(`zeros`, `ones`, `full`, `eye`, `arange`, `linspace`, `randn`, `rand`), like another tensor
-(`zeros_like`, `ones_like`, `full_like`), from a numpy array without a copy (`from_numpy`), and from
-other tensors (`matmul`, `cat`, `stack`, `where`, `dropout`, `embedding`).
+(`zeros`, `ones`, `full`, `eye`, `arange`, `linspace`), at random (`randn`, `rand`, `randint`,
+`randperm`, `multinomial`, each with `generator=`), like another tensor (`zeros_like`, `ones_like`,
+`full_like`), from a numpy array without a copy (`from_numpy`), and from other tensors (`matmul`,
+`cat`, `stack`, `where`, `dropout`, `embedding`, `var_mean`, `std_mean`).
 
 Each creation function takes PyTorch's `device=` too; the only device is the CPU (see devices.py).
 

@@ -1,6 +1,9 @@
-"""The one random number generator behind `randn`, `rand`, dropout masks and weight init.
+"""The default random generator behind `randn`, `rand`, `randint`, `randperm`, `multinomial`,
+dropout masks and weight init, and `Generator`, for a stream of one's own (`generator=g`).
 
-`manual_seed(n)` makes every random number that follows reproducible.
+`manual_seed(n)` makes every random number that follows reproducible, on every backend and
+thread count (the draws are numpy's, never a compiled kernel's). They are not PyTorch's numbers
+for the same seed: the bit generator is numpy's PCG64, not PyTorch's Mersenne Twister.
 
 Threads and processes: there is one generator per process, shared by all its threads (unlike
 grad mode, which is per thread), as PyTorch's default CPU generator is. `manual_seed` replaces

@@ -1,6 +1,7 @@
 """TensorMath: the Tensor methods that compute values element by element (exp, tanh, gelu, floor,
-isnan, ...) and those that reduce or normalize along axes (sum, var, prod, logsumexp, cumsum, topk,
-softmax, ...).
+isnan, ...), those that reduce, sort or normalize along axes (sum, var, prod, logsumexp, cumsum,
+topk, sort, softmax, ...), the tests and counts outside the graph (all, any, isclose, histogram,
+histc) and the random ones (multinomial, normal_, uniform_).
 
 `Tensor` (tensor.py) inherits them; each calls one op of ops.py. The binary ops and the methods
 that meet a Python number (+, *, **, maximum, clip, ...) live in tensor.py, with the dtype rules
