@@ -268,9 +268,13 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     if replacement:  # inverse of the cumulative weights at uniform points
         cumulative = np.cumsum(rows, axis=1)
         points = draw.random((rows.shape[0], num_samples)) * cumulative[:, -1:]
+        # the category of point u: how many cumulative weights are <= u (a weight of 0 adds no room)
+        if len(rows) == 1:
+            samples = np.searchsorted(cumulative[0], points[0], side="right")[None]
+        else:
+            samples = (cumulative[:, None, :] <= points[:, :, None]).sum(axis=2)
         last = n - 1 - np.argmax(rows[:, ::-1] > 0, axis=1)  # (rounding at the very top: the last positive one)
-        samples = np.stack([np.minimum(np.searchsorted(c, u, side="right"), top)
-                            for c, u, top in zip(cumulative, points, last)]) if len(rows) else points.astype(np.int64)
+        samples = np.minimum(samples, last[:, None])
     else:  # exponential race: category i finishes at E_i / w_i; the first num_samples to finish, in order
         # (a weight of 0 never finishes: those come last, in their order)
         with np.errstate(divide="ignore"):
