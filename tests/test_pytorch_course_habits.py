@@ -307,6 +307,22 @@ def test_one_seed_gives_the_same_numbers_on_every_backend_and_thread_count(backe
     _same(reference, by_default)
 
 
+# 100,000 draws: a mean within 5 standard errors (sigma / sqrt(N)) of the distribution's, and a
+# frequency p within 5 sqrt(p (1 - p) / N); a false alarm about once in 3 million per check
+def test_random_draws_have_their_distributions_moments():
+    g, n = mg.Generator().manual_seed(123), 100_000
+    z = mg.randn(n, generator=g, dtype=mg.float64).numpy()
+    assert abs(z.mean()) < 5 / np.sqrt(n) and abs(z.var() - 1) < 5 * np.sqrt(2 / n)  # var of s^2: 2 sigma^4 / N
+    u = mg.rand(n, generator=g, dtype=mg.float64).numpy()
+    assert abs(u.mean() - 0.5) < 5 * np.sqrt(1 / 12 / n)
+    counts = np.bincount(mg.randint(-2, 3, (n,), generator=g).numpy() + 2, minlength=5) / n
+    np.testing.assert_array_less(np.abs(counts - 0.2), 5 * np.sqrt(0.2 * 0.8 / n))
+    kept = (mg.nn.functional.dropout(mg.ones(n), 0.3, generator=g).numpy() != 0).mean()
+    assert abs(kept - 0.7) < 5 * np.sqrt(0.3 * 0.7 / n)
+    first = np.array([mg.randperm(4, generator=g).numpy()[0] for _ in range(4000)])  # 4000 draws
+    np.testing.assert_array_less(np.abs(np.bincount(first, minlength=4) / 4000 - 0.25), 5 * np.sqrt(0.25 * 0.75 / 4000))
+
+
 def test_randint_takes_pytorchs_spellings():
     g = mg.Generator().manual_seed(0)
     for x, low, high, shape in ((mg.randint(5, (3, 2), generator=g), 0, 5, (3, 2)),
