@@ -19,7 +19,9 @@ import numpy as np
 class Generator:
     """A random generator of its own, as `torch.Generator`: `g = minigrad.Generator().manual_seed(42)`,
     then `minigrad.randn(3, generator=g)` draws from `g` and leaves the default generator alone.
-    It wraps a `numpy.random.Generator` (PCG64), replaced whenever the seed is set."""
+    It wraps a `numpy.random.Generator` (PCG64), replaced whenever the seed is set: the same seed
+    gives the same numbers here every time, but not the numbers PyTorch's generator (a Mersenne
+    Twister) gives for that seed."""
 
     def __init__(self, device="cpu"):
         self._rng = np.random.default_rng()
