@@ -18,7 +18,7 @@ class TensorShape:
 
     __slots__ = ()  # (Tensor declares the slots)
 
-    # ------------------------------------------------------------------ dtype conversions (float, double, long: tensor.py)
+    # ------------------------------------------------------------------ dtype (float, double, long: tensor.py)
     # values in another integer dtype have no gradient: new tensors outside the graph, as long()
     def int(self):
         return self._from_op(self.numpy().astype(np.int32), False)

@@ -485,8 +485,8 @@ ELEMENTWISE = {"log10": lambda v: np.abs(v) + 0.01, "log1p": lambda v: np.abs(v)
 
 
 @settings(**SETTINGS)
-@given(shape=hnp.array_shapes(min_dims=0, max_dims=3, max_side=5), seed=seeds, name=st.sampled_from(sorted(ELEMENTWISE)),
-       dtype=float_dtypes, style=st.sampled_from(["method", "function"]))
+@given(shape=hnp.array_shapes(min_dims=0, max_dims=3, max_side=5), seed=seeds,
+       name=st.sampled_from(sorted(ELEMENTWISE)), dtype=float_dtypes, style=st.sampled_from(["method", "function"]))
 def test_log10_log1p_expm1_are_pytorchs(shape, seed, name, dtype, style):
     torch = pytest.importorskip("torch")
     x = ELEMENTWISE[name](values(shape, seed, "float64")).astype(dtype)
