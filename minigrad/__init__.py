@@ -41,6 +41,8 @@ from .random import Generator, default_generator, manual_seed
 from .tensor import Tensor
 
 float32, float64, int64, bool_ = "float32", "float64", "int64", "bool"
+float16, int32, int16, int8, uint8 = "float16", "int32", "int16", "int8", "uint8"
+uint16, uint32, uint64, complex64, complex128 = "uint16", "uint32", "uint64", "complex64", "complex128"
 
 
 def _method(name):
@@ -63,6 +65,13 @@ for _name in (
     globals()[_name] = _method(_name)
 del _name
 
+# PyTorch's statistics, tests, sampling and dtype names (`torch.var_mean`, `torch.all(x)`, `torch.int32`, ...)
+from .creation import multinomial, randint, randperm, std_mean, var_mean  # noqa: E402
+
+for _name in "all any isclose allclose histc histogram log10 log1p expm1 sort argsort".split():
+    globals()[_name] = _method(_name)
+del _name
+
 from . import cuda, nn, optim  # noqa: E402
 from . import datasets, utils  # noqa: E402  (minigrad.utils.data, as torch.utils.data)
 from .nn import summary  # noqa: E402
@@ -78,3 +87,5 @@ __version__ = "0.1.0"
 # last), and `from minigrad import *` leaves them out.
 float, double, long, bool = float32, float64, int64, bool_  # noqa: A001
 __all__ = [name for name in dir() if not name.startswith("_") and name not in ("float", "bool")]
+half, int, short, cfloat, cdouble = float16, int32, int16, complex64, complex128  # noqa: A001
+__all__ = [name for name in __all__ if name not in ("int", "all", "any")]  # (builtins, as float and bool)

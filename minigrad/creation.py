@@ -1,7 +1,8 @@
 """The functions that make tensors, as in PyTorch: from data (`tensor`, `as_tensor`), from a shape
-(`zeros`, `ones`, `full`, `eye`, `arange`, `linspace`, `randn`, `rand`), like another tensor
-(`zeros_like`, `ones_like`, `full_like`), from a numpy array without a copy (`from_numpy`), and from
-other tensors (`matmul`, `cat`, `stack`, `where`, `dropout`, `embedding`).
+(`zeros`, `ones`, `full`, `eye`, `arange`, `linspace`), at random (`randn`, `rand`, `randint`,
+`randperm`, `multinomial`, each with `generator=`), like another tensor (`zeros_like`, `ones_like`,
+`full_like`), from a numpy array without a copy (`from_numpy`), and from other tensors (`matmul`,
+`cat`, `stack`, `where`, `dropout`, `embedding`, `var_mean`, `std_mean`).
 
 Each creation function takes PyTorch's `device=` too; the only device is the CPU (see devices.py).
 
@@ -19,9 +20,9 @@ import numpy as np
 from . import ops
 from .devices import check_device
 from .ops import _axis
-from .random import generator
+from .random import rng
 from .tensor import DEFAULT_FLOAT, Tensor, _operands, _promoted
-from .tensor_math import _pytorch_names
+from .tensor_math import _correction, _dim_and_keepdim, _pytorch_names
 
 
 def as_tensor(x, dtype=None, device=None):
@@ -71,6 +72,29 @@ def stack(tensors, axis=None, *, dim=None):
     return ops.Stack.apply(*tensors, axis=_axis(axis or 0, tensors[0].ndim + 1, "stack", tensors[0].shape))
 
 
+def var_mean(input, dim=None, unbiased=None, keepdim=None, *, correction=None, ddof=None, axis=None,
+             keepdims=None):
+    """The pair (variance, mean) over `dim`, as `torch.var_mean`: the variance divides by n - 1 by
+    default (see `Tensor.var` for unbiased=, correction= and ddof=). Both are in the graph."""
+    return _spread_and_mean("var_mean", "var", input, dim, unbiased, keepdim, correction, ddof, axis, keepdims)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=None, *, correction=None, ddof=None, axis=None,
+             keepdims=None):
+    """The pair (standard deviation, mean) over `dim`, as `torch.std_mean` (see `var_mean`)."""
+    return _spread_and_mean("std_mean", "std", input, dim, unbiased, keepdim, correction, ddof, axis, keepdims)
+
+
+def _spread_and_mean(op, spread, x, dim, unbiased, keepdim, correction, ddof, axis, keepdims):
+    x = as_tensor(x)
+    dim, keepdim = _dim_and_keepdim(op, dim, unbiased, keepdim, axis, keepdims)
+    if isinstance(dim, bool):  # var_mean(x, False): PyTorch's (input, unbiased) overload
+        dim, unbiased = None, dim
+    _correction(op, unbiased, correction, ddof)  # (checked here, to name this function in the error)
+    value = getattr(x, spread)(dim, unbiased, keepdim, correction=correction, ddof=ddof)
+    return value, x.mean(axis=dim, keepdims=keepdim)
+
+
 def where(condition, a, b):
     """Elementwise `a` where `condition` is True, else `b` (all three broadcast)."""
     condition = np.asarray(getattr(condition, "data", condition), dtype=bool)
@@ -78,11 +102,12 @@ def where(condition, a, b):
     return ops.Where.apply(a, b, condition=condition)
 
 
-def dropout(x, p=0.5, training=True):
-    """Inverted dropout; the identity when not training or p == 0."""
+def dropout(x, p=0.5, training=True, *, generator=None):
+    """Inverted dropout; the identity when not training or p == 0. The mask is drawn from
+    `generator` (a `minigrad.Generator`) or the default one."""
     if not training or p == 0.0:
         return x
-    return ops.Dropout.apply(x, p=p)
+    return ops.Dropout.apply(x, p=p, generator=generator)
 
 
 def embedding(ids, weight):
@@ -158,13 +183,113 @@ def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device=Non
                   dtype=dtype, requires_grad=requires_grad)
 
 
-def randn(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
-    """Standard normal samples from minigrad's seeded generator (see `manual_seed`)."""
+def randn(*shape, size=None, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    """Standard normal samples, drawn from `generator` (a `minigrad.Generator`) or the default one
+    (see `manual_seed`). One seed gives the same numbers on every backend and thread count, but not
+    PyTorch's numbers: the bit generator is numpy's PCG64, not PyTorch's Mersenne Twister."""
     check_device(device, "randn")
-    return Tensor(generator().standard_normal(_shape(shape)).astype(dtype), requires_grad=requires_grad)
+    values = rng(generator).standard_normal(_size("randn", shape, size))
+    return Tensor(values.astype(dtype), requires_grad=requires_grad)
 
 
-def rand(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
-    """Uniform samples in [0, 1) from minigrad's seeded generator."""
+def rand(*shape, size=None, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    """Uniform samples in [0, 1), from `generator` or the default one (see `randn`)."""
     check_device(device, "rand")
-    return Tensor(generator().random(_shape(shape)).astype(dtype), requires_grad=requires_grad)
+    return Tensor(rng(generator).random(_size("rand", shape, size)).astype(dtype), requires_grad=requires_grad)
+
+
+def randint(*args, low=None, high=None, size=None, generator=None, dtype=np.int64, requires_grad=False,
+            device=None):
+    """Integers drawn uniformly from low, ..., high - 1, as `torch.randint`: `randint(high, size)` or
+    `randint(low, high, size)` (low is 0 by default), int64 unless `dtype` says otherwise; from
+    `generator` or the default one (see `randn`)."""
+    check_device(device, "randint")
+    given = [low, high, size]
+    if len(args) > 3:
+        raise TypeError(f"randint: expected (high, size) or (low, high, size), got {len(args)} arguments")
+    names = {1: ["high"], 2: ["high", "size"], 3: ["low", "high", "size"]}.get(len(args), [])
+    if len(args) == 1 and size is None and high is not None:  # randint(low, high=..., size=...)
+        names = ["low"]
+    if len(args) == 2 and size is not None:  # randint(low, high, size=...)
+        names = ["low", "high"]
+    for name, value in zip(names, args):
+        slot = ["low", "high", "size"].index(name)
+        if given[slot] is not None:
+            raise TypeError(f"randint: got {name} twice, by position and by name")
+        given[slot] = value
+    low, high, size = given
+    low = 0 if low is None else low
+    if high is None or size is None:
+        raise TypeError("randint: missing high or size; write randint(high, size) or randint(low, high, size)")
+    if not isinstance(low, numbers.Integral) or not isinstance(high, numbers.Integral):
+        raise TypeError(f"randint: low and high must be integers, got {low!r} and {high!r}")
+    if high <= low:
+        raise ValueError(f"randint: high ({high}) must be larger than low ({low}): the values are low, ..., high - 1")
+    values = rng(generator).integers(low, high, _size("randint", (size,), None), dtype=np.int64)
+    return Tensor(values.astype(dtype), requires_grad=requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=np.int64, requires_grad=False, device=None):
+    """0, 1, ..., n - 1 in a random order (int64), from `generator` or the default one (see `randn`)."""
+    check_device(device, "randperm")
+    if not isinstance(n, numbers.Integral) or n < 0:
+        raise ValueError(f"randperm: n must be an integer >= 0, got {n!r}")
+    return Tensor(rng(generator).permutation(int(n)).astype(dtype), requires_grad=requires_grad)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Indices of categories drawn with probabilities proportional to the weights in `input`, as
+    `torch.multinomial`: (num_samples,) int64 for weights (n,), (rows, num_samples) for (rows, n),
+    one row at a time. Weights need not add up to 1, but must be >= 0 with a positive sum. Without
+    replacement no category is drawn twice in a row: each draw is among those not drawn yet, with
+    their weights (at most n samples; once the categories of positive weight are used up, those of
+    weight 0 follow, as in PyTorch). From `generator` or the default one (see `randn`)."""
+    weights = as_tensor(input).numpy()
+    if weights.ndim not in (1, 2):
+        raise ValueError(f"multinomial: the weights must be 1-D or 2-D (rows of categories), got shape {weights.shape}")
+    if weights.dtype.kind != "f":
+        raise TypeError(f"multinomial: the weights must be a float tensor, got {weights.dtype}; convert them with "
+                        ".float()")
+    if not isinstance(num_samples, numbers.Integral) or num_samples <= 0:
+        raise ValueError(f"multinomial: num_samples must be a positive integer, got {num_samples!r}")
+    rows = weights.reshape(-1, weights.shape[-1]).astype(np.float64)
+    n = rows.shape[1]
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise ValueError(f"multinomial: the weights (shape {weights.shape}) contain a negative number, inf or NaN; "
+                         "expected weights >= 0")
+    positive = (rows > 0).sum(axis=1)
+    if np.any(positive == 0):
+        raise ValueError(f"multinomial: row {int(np.argmax(positive == 0))} of the weights (shape {weights.shape}) "
+                         "adds up to 0; expected a positive sum")
+    if not replacement and num_samples > n:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} categories "
+                         "(pass replacement=True, or fewer samples)")
+    draw = rng(generator)
+    if replacement:  # inverse of the cumulative weights at uniform points
+        cumulative = np.cumsum(rows, axis=1)
+        points = draw.random((rows.shape[0], num_samples)) * cumulative[:, -1:]
+        # the category of point u: how many cumulative weights are <= u (a weight of 0 adds no room)
+        if len(rows) == 1:
+            samples = np.searchsorted(cumulative[0], points[0], side="right")[None]
+        else:
+            samples = (cumulative[:, None, :] <= points[:, :, None]).sum(axis=2)
+        last = n - 1 - np.argmax(rows[:, ::-1] > 0, axis=1)  # (rounding at the very top: the last positive one)
+        samples = np.minimum(samples, last[:, None])
+    else:  # exponential race: category i finishes at E_i / w_i; the first num_samples to finish, in order
+        # (a weight of 0 never finishes: those come last, in their order)
+        with np.errstate(divide="ignore"):
+            finish = draw.standard_exponential(rows.shape) / rows
+        samples = np.argsort(finish, axis=1, kind="stable")[:, :num_samples]
+    return Tensor(samples.astype(np.int64).reshape(weights.shape[:-1] + (num_samples,)))
+
+
+def _size(op, shape, size):
+    """The shape of a random tensor, given as numbers (2, 3), as a tuple ((2, 3)) or as size=."""
+    if size is not None:
+        if shape:
+            raise TypeError(f"{op}: got a shape both by position and as size=; pass one")
+        shape = (size,)
+    shape = _shape(shape) if shape else ()
+    if any(not isinstance(n, numbers.Integral) or n < 0 for n in shape):
+        raise ValueError(f"{op}: a shape is integers >= 0, got {shape}")
+    return tuple(int(n) for n in shape)

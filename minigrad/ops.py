@@ -17,7 +17,7 @@ import numpy as np
 
 from . import kernels
 from .autograd import Function, SliceGrad
-from .random import generator
+from .random import rng
 
 try:  # the error for an axis out of range: in numpy.exceptions from numpy 1.25, at the top level before
     from numpy.exceptions import AxisError
@@ -438,6 +438,59 @@ class Log2(Function):
         return g / (a * np.log(a.dtype.type(2)))
 
 
+class Log10(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.log10(a)
+
+    rule = "d(log10 a)/da = 1 / (a ln 10)"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g / (a * np.log(a.dtype.type(10)))
+
+
+class Log1p(Function):
+    """log(1 + a), accurate for small a (where 1 + a would round away a's digits)."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.log1p(a)
+
+    rule = "d ln(1 + a)/da = 1 / (1 + a)"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g / (1 + a)
+
+
+class Expm1(Function):
+    """e^a - 1, accurate for small a."""
+
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a):
+        y = np.expm1(a)
+        ctx.save_for_backward(y)
+        return y
+
+    rule = "d(e^a - 1)/da = e^a = y + 1"
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (y + 1)
+
+
 class Rsqrt(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
 
@@ -670,7 +723,8 @@ class Mean(Function):
 
 
 class Var(Function):
-    """Variance with numpy's convention: divide by d = n - ddof, ddof=0 by default.
+    """Variance: divide by d = n - ddof. `Tensor.var` passes PyTorch's default, ddof = 1 (the
+    unbiased estimate); a layer norm divides by n, ddof = 0.
 
     With no degrees of freedom left (n <= ddof, an empty axis included) d is 0, as in numpy and
     PyTorch: the variance is inf (NaN for 0/0), with a RuntimeWarning."""
@@ -678,7 +732,7 @@ class Var(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
 
     @staticmethod
-    def forward(ctx, a, axis=None, keepdims=False, ddof=0):
+    def forward(ctx, a, axis=None, keepdims=False, ddof=1):
         ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "var")
         n = math.prod([a.shape[i] for i in ctx.axes])
         ctx.divisor = max(n - ddof, 0)
@@ -1551,11 +1605,11 @@ class Dropout(Function):
     expected value is unchanged (and nothing needs rescaling at evaluation)."""
 
     @staticmethod
-    def forward(ctx, a, p=0.5, mask=None):
+    def forward(ctx, a, p=0.5, mask=None, generator=None):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout: p must be in [0, 1], got {p}")
-        if mask is None:
-            mask = generator().random(a.shape, dtype=np.float64 if a.dtype == np.float64 else np.float32) >= p
+        if mask is None:  # drawn from `generator` (a minigrad.Generator), or the default one
+            mask = rng(generator).random(a.shape, dtype=np.float64 if a.dtype == np.float64 else np.float32) >= p
         elif mask.shape != a.shape:
             raise ValueError(f"dropout: mask of shape {mask.shape} must match the input's shape {a.shape}")
         scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)

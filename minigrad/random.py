@@ -1,6 +1,9 @@
-"""The one random number generator behind `randn`, `rand`, dropout masks and weight init.
+"""The default random generator behind `randn`, `rand`, `randint`, `randperm`, `multinomial`,
+dropout masks and weight init, and `Generator`, for a stream of one's own (`generator=g`).
 
-`manual_seed(n)` makes every random number that follows reproducible.
+`manual_seed(n)` makes every random number that follows reproducible, on every backend and
+thread count (the draws are numpy's, never a compiled kernel's). They are not PyTorch's numbers
+for the same seed: the bit generator is numpy's PCG64, not PyTorch's Mersenne Twister.
 
 Threads and processes: there is one generator per process, shared by all its threads (unlike
 grad mode, which is per thread), as PyTorch's default CPU generator is. `manual_seed` replaces
@@ -16,7 +19,9 @@ import numpy as np
 class Generator:
     """A random generator of its own, as `torch.Generator`: `g = minigrad.Generator().manual_seed(42)`,
     then `minigrad.randn(3, generator=g)` draws from `g` and leaves the default generator alone.
-    It wraps a `numpy.random.Generator` (PCG64), replaced whenever the seed is set."""
+    It wraps a `numpy.random.Generator` (PCG64), replaced whenever the seed is set: the same seed
+    gives the same numbers here every time, but not the numbers PyTorch's generator (a Mersenne
+    Twister) gives for that seed."""
 
     def __init__(self, device="cpu"):
         self._rng = np.random.default_rng()

@@ -453,11 +453,7 @@ class Tensor(TensorMath, TensorShape):
     def __or__(self, other):
         return Tensor._from_op(self.data | np.asarray(getattr(other, "data", other)), False)
 
-    def any(self):
-        return bool(self.data.any())
-
-    def all(self):
-        return bool(self.data.all())
+    # any() and all() are in tensor_math.py
 
 
 class Size(int):

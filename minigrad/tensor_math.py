@@ -1,6 +1,7 @@
 """TensorMath: the Tensor methods that compute values element by element (exp, tanh, gelu, floor,
-isnan, ...) and those that reduce or normalize along axes (sum, var, prod, logsumexp, cumsum, topk,
-softmax, ...).
+isnan, ...), those that reduce, sort or normalize along axes (sum, var, prod, logsumexp, cumsum,
+topk, sort, softmax, ...), the tests and counts outside the graph (all, any, isclose, histogram,
+histc) and the random ones (multinomial, normal_, uniform_).
 
 `Tensor` (tensor.py) inherits them; each calls one op of ops.py. The binary ops and the methods
 that meet a Python number (+, *, **, maximum, clip, ...) live in tensor.py, with the dtype rules
@@ -13,9 +14,12 @@ import numpy as np
 
 from . import ops
 from .ops import _axis
+from .random import rng
 
 TopK = collections.namedtuple("topk", ["values", "indices"])  # what topk returns, as PyTorch's
 MaxMin = collections.namedtuple("max", ["values", "indices"])  # what max(dim=d) and min(dim=d) return
+Sort = collections.namedtuple("sort", ["values", "indices"])  # what sort returns
+Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])  # what histogram returns
 
 
 def _pytorch_names(op, axis, keepdims, dim, keepdim):
@@ -92,6 +96,17 @@ class TensorMath:
     def log2(self):
         return ops.Log2.apply(self)
 
+    def log10(self):
+        return ops.Log10.apply(self)
+
+    def log1p(self):
+        """log(1 + x), exact to the last digits for small x."""
+        return ops.Log1p.apply(self)
+
+    def expm1(self):
+        """e^x - 1, exact to the last digits for small x."""
+        return ops.Expm1.apply(self)
+
     def rsqrt(self):
         """1 / sqrt(x)."""
         return ops.Rsqrt.apply(self)
@@ -126,19 +141,26 @@ class TensorMath:
             axis, keepdims = _pytorch_names("mean", axis, keepdims, dim, keepdim)
         return ops.Mean.apply(self, axis=axis, keepdims=keepdims)
 
-    def var(self, axis=None, keepdims=False, ddof=0, *, dim=None, keepdim=None, unbiased=None, correction=None):
-        """Variance, dividing by n - ddof: numpy's convention, ddof=0 by default. PyTorch divides by
-        n - 1 by default; its unbiased=True or correction=1 mean ddof=1."""
-        axis, keepdims = _pytorch_names("var", axis, keepdims, dim, keepdim)
-        ddof = _ddof("var", ddof, unbiased, correction)
-        return ops.Var.apply(self, axis=axis, keepdims=keepdims, ddof=ddof)
+    def var(self, dim=None, unbiased=None, keepdim=None, *, correction=None, ddof=None, axis=None, keepdims=None):
+        """Variance, dividing by n - correction, with PyTorch's default correction=1 (the unbiased
+        estimate, n - 1). `x.var(dim, unbiased, keepdim)` as PyTorch: unbiased=False, correction=0
+        or numpy's ddof=0 divide by n (the population variance, what a layer norm uses); give only
+        one of the three. numpy's axis= and keepdims= are accepted too."""
+        dim, keepdim = _dim_and_keepdim("var", dim, unbiased, keepdim, axis, keepdims)
+        if isinstance(dim, bool):  # x.var(False): PyTorch's var(unbiased) overload
+            dim, unbiased = None, dim
+        correction = _correction("var", unbiased, correction, ddof)
+        return ops.Var.apply(self, axis=dim, keepdims=keepdim, ddof=correction)
 
-    def std(self, axis=None, keepdims=False, ddof=0, *, dim=None, keepdim=None, unbiased=None, correction=None):
-        """Standard deviation, sqrt(var): numpy's convention as `var`, dividing by n - ddof with ddof=0
-        by default (PyTorch divides by n - 1 by default: pass ddof=1 for its result). A composition
-        of var and sqrt, so its gradient comes from theirs; at std = 0 that gradient is inf or NaN."""
-        axis, keepdims = _pytorch_names("std", axis, keepdims, dim, keepdim)
-        return self.var(axis=axis, keepdims=keepdims, ddof=_ddof("std", ddof, unbiased, correction)).sqrt()
+    def std(self, dim=None, unbiased=None, keepdim=None, *, correction=None, ddof=None, axis=None, keepdims=None):
+        """Standard deviation, sqrt(var): divides by n - 1 by default, as PyTorch (see `var` for
+        unbiased=, correction= and ddof=). A composition of var and sqrt, so its gradient comes
+        from theirs; at std = 0 that gradient is inf or NaN."""
+        dim, keepdim = _dim_and_keepdim("std", dim, unbiased, keepdim, axis, keepdims)
+        if isinstance(dim, bool):
+            dim, unbiased = None, dim
+        correction = _correction("std", unbiased, correction, ddof)
+        return ops.Var.apply(self, axis=dim, keepdims=keepdim, ddof=correction).sqrt()
 
     def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         axis, keepdims = _pytorch_names("prod", axis, keepdims, dim, keepdim)
@@ -159,16 +181,22 @@ class TensorMath:
         x = self.reshape(1) if self.ndim == 0 else self  # (a 0-d tensor: its one value)
         return ops.CumSum.apply(x, axis=_axis(dim, x.ndim, "cumsum", self.shape)).reshape(self.shape)
 
-    def max(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """The largest value (along `axis`). Called with PyTorch's dim=, it returns PyTorch's pair
-        (values, indices), as `torch.max(x, dim=d)` does."""
+    def max(self, dim=None, keepdim=None, *, axis=None, keepdims=False):
+        """The largest value. With a dim, positional or dim= (`x.max(1)`, `x.max(dim=1)`), PyTorch's
+        pair (values, indices), with `.values` and `.indices`. With numpy's axis= (an int or a tuple),
+        the values alone, as numpy's `a.max(axis=1)`. `x.max(other_tensor)` is `x.maximum(other)`,
+        as `torch.max(x, y)`."""
+        if isinstance(dim, TensorMath):
+            return self.maximum(dim)
         if dim is not None:
             return self._max_with_indices("max", axis, keepdims, dim, keepdim, largest=True)
         axis, keepdims = _pytorch_names("max", axis, keepdims, dim, keepdim)
         return ops.Max.apply(self, axis=axis, keepdims=keepdims, largest=True)
 
-    def min(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
-        """The smallest value; with dim=, the pair (values, indices) (see max)."""
+    def min(self, dim=None, keepdim=None, *, axis=None, keepdims=False):
+        """The smallest value; with a dim, the pair (values, indices) (see max)."""
+        if isinstance(dim, TensorMath):
+            return self.minimum(dim)
         if dim is not None:
             return self._max_with_indices("min", axis, keepdims, dim, keepdim, largest=False)
         axis, keepdims = _pytorch_names("min", axis, keepdims, dim, keepdim)
@@ -177,7 +205,7 @@ class TensorMath:
     def _max_with_indices(self, op, axis, keepdims, dim, keepdim, largest):
         axis, keepdims = _pytorch_names(op, axis, keepdims, dim, keepdim)
         if not isinstance(axis, numbers.Integral):
-            raise TypeError(f"{op}: dim must be one int (PyTorch's max(dim=d) returns values and indices), "
+            raise TypeError(f"{op}: dim must be one int (PyTorch's max(dim) returns values and indices), "
                             f"got {axis!r}; for several axes use axis=")
         values = ops.Max.apply(self, axis=axis, keepdims=keepdims, largest=largest)
         indices = (self.argmax if largest else self.argmin)(axis=axis, keepdims=keepdims)
@@ -216,6 +244,33 @@ class TensorMath:
         indices = np.take(order, np.arange(k), axis=dim).astype(np.int64)
         return TopK(self.gather(dim, indices), self._from_op(indices, False))
 
+    def sort(self, dim=-1, descending=False, stable=False, *, axis=None):
+        """The values in order along `dim` (smallest first; descending=True: largest first) and where
+        each came from: a pair (values, indices), as `torch.sort`. Equal values keep their order
+        (PyTorch promises that with stable=True). NaN counts as larger than every number, as in
+        PyTorch. The values are `gather`ed, so the gradient flows back to where each came from."""
+        dim = _pytorch_names("sort", axis, False, None if dim == -1 else dim, None)[0] if axis is not None else dim
+        indices = self.argsort(dim, descending, stable)
+        if self.ndim == 0:
+            return Sort(self.clone(), indices)
+        return Sort(self.gather(dim, indices), indices)
+
+    def argsort(self, dim=-1, descending=False, stable=False, *, axis=None):
+        """The positions that sort the values along `dim`: an int64 tensor (see `sort`)."""
+        if axis is not None:  # numpy's name
+            dim = _pytorch_names("argsort", axis, False, None if dim == -1 else dim, None)[0]
+        values = self.numpy()
+        if values.ndim == 0:
+            return self._from_op(np.zeros((), dtype=np.int64), False)
+        dim = _axis(dim, values.ndim, "argsort", values.shape)
+        if not descending:
+            order = np.argsort(values, axis=dim, kind="stable")
+        elif values.dtype.kind == "f":  # NaN first, then from the largest number down
+            order = np.lexsort((-values, ~np.isnan(values)), axis=dim)
+        else:  # (unsigned and bool values have no negative: as int64)
+            order = np.argsort(-values.astype(np.int64), axis=dim, kind="stable")
+        return self._from_op(order.astype(np.int64), False)
+
     def softmax(self, axis=None, scale=None, mask=None, *, dim=None):
         """softmax along `axis` (or dim=; the last axis if neither is given). With `scale` and/or a
         bool `mask` (over the last axis only): softmax(scale * x) counting only the entries where mask
@@ -240,12 +295,180 @@ class TensorMath:
         return ops.LogSoftmax.apply(self, axis=_axis(-1 if axis is None else axis, self.ndim, "log_softmax",
                                                      self.shape))
 
+    # ------------------------------------------------------------------ random numbers
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        """Indices drawn with probabilities proportional to this tensor's weights; see
+        `minigrad.multinomial`."""
+        from .creation import multinomial  # (creation.py imports tensor.py, which imports this module)
 
-def _ddof(op, ddof, unbiased, correction):
-    """ddof from numpy's name or PyTorch's (unbiased=True is correction=1), given once."""
-    given = [name for name, value in (("unbiased", unbiased), ("correction", correction)) if value is not None]
-    if len(given) > 1 or (given and ddof != 0):
-        raise TypeError(f"{op}: give the correction once, as ddof=, unbiased= or correction=")
+        return multinomial(self, num_samples, replacement, generator=generator)
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Fill with samples from N(mean, std^2), in place, drawn from `generator` or the default one.
+        As every in-place change: on a weight, inside `no_grad()`."""
+        values = rng(generator).normal(mean, std, self.shape)
+        return self._update("normal_", _copy_op(), values.astype(self.dtype))
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        """Fill with samples from U(a, b), in place (see `normal_`). PyTorch names the bounds from and to."""
+        values = rng(generator).uniform(a, b, self.shape)
+        return self._update("uniform_", _copy_op(), values.astype(self.dtype))
+
+    # ------------------------------------------------------------------ tests and counts (outside the graph)
+    def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Whether every element (along `dim`, an int or a tuple) is nonzero: a bool tensor, so that
+        `x.all().item()` and `if x.all():` both work (uint8 stays uint8, as in PyTorch)."""
+        return self._truth("all", np.all, dim, keepdim, axis, keepdims)
+
+    def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Whether some element (along `dim`) is nonzero: a bool tensor (see `all`)."""
+        return self._truth("any", np.any, dim, keepdim, axis, keepdims)
+
+    def _truth(self, op, fn, dim, keepdim, axis, keepdims):
+        dim, keepdim = _pytorch_names(op, dim, keepdim, axis, keepdims)
+        values = self.numpy()
+        axes = None if dim is None else ops._normalize_axes(dim, values.shape, op)
+        result = np.asarray(fn(values, axis=axes, keepdims=bool(keepdim)))
+        return self._from_op(result.astype(np.uint8) if values.dtype == np.uint8 else result, False)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise |x - other| <= atol + rtol |other| (numpy's and PyTorch's test), as a bool tensor;
+        NaNs are equal to each other only with equal_nan=True."""
+        from .tensor import _operands  # (tensor.py imports this module)
+
+        a, b = _operands(self, other, "isclose")
+        try:
+            result = np.isclose(a.numpy(), b.numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan)
+        except ValueError:
+            raise ValueError(f"isclose: shapes {a.shape} and {b.shape} do not broadcast together") from None
+        return self._from_op(np.asarray(result), False)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """True if every element is close to `other`'s (see `isclose`): a Python bool, as in PyTorch."""
+        return bool(self.isclose(other, rtol=rtol, atol=atol, equal_nan=equal_nan).numpy().all())
+
+    def histc(self, bins=100, min=0, max=0):
+        """Counts of the elements in `bins` equal bins between min and max, a 1-D tensor of this
+        tensor's (float) dtype, as `torch.histc`. min = max (the default 0, 0) takes the smallest and
+        the largest element; elements outside [min, max] are not counted; the last bin includes max."""
+        values = _float_values("histc", self)
+        if not isinstance(bins, numbers.Integral) or bins <= 0:
+            raise ValueError(f"histc: bins must be a positive integer, got {bins!r}")
+        low, high = float(min), float(max)
+        if low == high and values.size:
+            low, high = float(values.min()), float(values.max())
+        if low == high:
+            low, high = low - 1, high + 1
+        if not (np.isfinite(low) and np.isfinite(high)):
+            raise ValueError(f"histc: the range [{low}, {high}] is not finite")
+        if low > high:
+            raise ValueError(f"histc: max must be larger than min, got min={low}, max={high}")
+        edges = _linear_edges(low, high, int(bins), values.dtype)
+        low, high = edges[0], edges[-1]
+        inside = values[(values >= low) & (values <= high)]
+        # the bin by linear interpolation, in the tensor's dtype: (x - min) * bins / (max - min)
+        position = ((inside - low) * values.dtype.type(bins) / (high - low)).astype(np.int64)
+        counts = np.bincount(np.minimum(position, bins - 1), minlength=bins)
+        return self._from_op(counts.astype(values.dtype), False)
+
+    def histogram(self, bins=100, *, range=None, weight=None, density=False):
+        """A histogram of all the elements, as `torch.histogram`: the pair (hist, bin_edges), both of
+        this tensor's float dtype. `bins` is a number of equal bins over `range` (default: from the
+        smallest element to the largest) or a 1-D tensor of increasing edges. Each bin includes its
+        left edge; the last also its right one. `weight` (this tensor's shape) gives each element's
+        weight instead of 1; density=True divides by the total and the bin width (the integral is 1)."""
+        values = _float_values("histogram", self).reshape(-1)
+        if isinstance(bins, numbers.Integral):
+            if bins <= 0:
+                raise ValueError(f"histogram: bins must be a positive integer, got {bins}")
+            if range is not None:
+                low, high = (float(v) for v in range)
+            elif values.size:
+                low, high = float(values.min()), float(values.max())
+            else:
+                low, high = 0.0, 1.0
+            if not (np.isfinite(low) and np.isfinite(high)):
+                raise ValueError(f"histogram: the range [{low}, {high}] is not finite")
+            if low > high:
+                raise ValueError(f"histogram: range ({low}, {high}) must have min <= max")
+            if low == high:
+                low, high = low - 0.5, high + 0.5
+            edges = _linear_edges(low, high, int(bins), values.dtype)
+        else:
+            edges = np.asarray(bins.numpy() if isinstance(bins, TensorMath) else bins)
+            if edges.ndim != 1 or edges.size < 2:
+                raise ValueError(f"histogram: bins as edges must be a 1-D tensor of at least 2 values, got shape "
+                                 f"{edges.shape}")
+            if edges.dtype != values.dtype:
+                raise TypeError(f"histogram: the edges are {edges.dtype}, the input {values.dtype}; expected the same")
+            if np.any(edges[1:] < edges[:-1]):
+                raise ValueError("histogram: bin edges must be increasing")
+        n = edges.size - 1
+        keep = (values >= edges[0]) & (values <= edges[-1])
+        position = np.minimum(np.searchsorted(edges, values[keep], side="right") - 1, n - 1)
+        if weight is None:
+            hist = np.bincount(position, minlength=n).astype(values.dtype)
+        else:
+            weights = np.asarray(weight.numpy() if isinstance(weight, TensorMath) else weight)
+            if weights.shape != self.shape:
+                raise ValueError(f"histogram: weight has shape {weights.shape}, expected the input's {self.shape}")
+            hist = np.bincount(position, weights=weights.reshape(-1)[keep], minlength=n).astype(values.dtype)
+        if density:  # (nothing counted: 0 / 0, NaN as in PyTorch)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                hist = hist / hist.sum() / np.diff(edges)
+        return Histogram(self._from_op(hist, False), self._from_op(edges, False))
+
+
+def _dim_and_keepdim(op, dim, unbiased, keepdim, axis, keepdims):
+    """dim and keepdim of var and std, by PyTorch's names or numpy's. A bool in unbiased's place is
+    PyTorch's; a numpy user who writes x.var(0, True) meaning keepdims gets a clear error."""
+    if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+        raise TypeError(f"{op}: the second argument is PyTorch's unbiased (True or False), got {unbiased!r}; "
+                        "give numpy's ddof= or keepdims= by name")
+    axis, keepdims = _pytorch_names(op, axis, keepdims or False, dim, keepdim)
+    return axis, bool(keepdims)
+
+
+def _correction(op, unbiased, correction, ddof):
+    """The n - correction divisor of var and std, from PyTorch's unbiased= (True is correction=1) or
+    correction=, or numpy's ddof=, given once; PyTorch's default is 1."""
+    given = [f"{name}={value!r}" for name, value in (("unbiased", unbiased), ("correction", correction),
+                                                       ("ddof", ddof)) if value is not None]
+    if len(given) > 1:
+        raise TypeError(f"{op}: got both {given[0]} and {given[1]}, which set the same divisor n - correction; "
+                        "pass one")
     if unbiased is not None:
         return int(bool(unbiased))
-    return ddof if correction is None else correction
+    value = correction if correction is not None else ddof
+    return 1 if value is None else value
+
+
+def _float_values(op, x):
+    values = x.numpy()
+    if values.dtype.kind != "f":
+        raise TypeError(f"{op}: needs a float tensor, got {values.dtype} (shape {values.shape}); convert it with "
+                        ".float()")
+    return values
+
+
+def _linear_edges(low, high, bins, dtype):
+    """bins + 1 equally spaced edges from low to high in `dtype`, computed as PyTorch's linspace does
+    (start + step i for the first half, end - step (bins - i) for the second, each product and sum
+    rounded once, a fused multiply-add), so that the edges, and the bin of a value on an edge, are
+    PyTorch's. The fused operation is done in a wider float: exact for float32, and for float64 where
+    numpy's longdouble is wider than float64."""
+    dtype = np.dtype(dtype)
+    t = dtype.type
+    start, end = t(low), t(high)
+    step = (end - start) / t(bins)
+    wide = np.longdouble if dtype == np.float64 else np.float64
+    i = np.arange(bins + 1)
+    first = wide(start) + wide(step) * i.astype(wide)
+    second = wide(end) - wide(step) * (bins - i).astype(wide)
+    return np.where(i < (bins + 1) // 2, first, second).astype(dtype)
+
+
+def _copy_op():
+    from .tensor import Copy  # (tensor.py imports this module)
+
+    return Copy.apply

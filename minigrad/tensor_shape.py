@@ -18,7 +18,28 @@ class TensorShape:
 
     __slots__ = ()  # (Tensor declares the slots)
 
+    # ------------------------------------------------------------------ dtype (float, double, long: tensor.py)
+    # values in another integer dtype have no gradient: new tensors outside the graph, as long()
+    def int(self):
+        return self._from_op(self.numpy().astype(np.int32), False)
+
+    def short(self):
+        return self._from_op(self.numpy().astype(np.int16), False)
+
+    def byte(self):
+        return self._from_op(self.numpy().astype(np.uint8), False)
+
+    def bool(self):
+        return self._from_op(self.numpy().astype(np.bool_), False)
+
+    def half(self):
+        return self.to(np.float16)
+
     # ------------------------------------------------------------------ shape
+    def nelement(self):
+        """The number of elements: PyTorch's other name for numel()."""
+        return self.numel()
+
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape
         return self if shape == self.shape else ops.Reshape.apply(self, shape=shape)

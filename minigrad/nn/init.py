@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..random import generator
+from ..random import rng
 
 
 def _fill(tensor, values, by):
@@ -14,14 +14,14 @@ def _fill(tensor, values, by):
     return tensor
 
 
-def normal_(tensor, mean=0.0, std=1.0):
-    """Samples from N(mean, std^2)."""
-    return _fill(tensor, generator().normal(mean, std, tensor.shape), "init.normal_")
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """Samples from N(mean, std^2), from `generator` (a `minigrad.Generator`) or the default one."""
+    return _fill(tensor, rng(generator).normal(mean, std, tensor.shape), "init.normal_")
 
 
-def uniform_(tensor, a=0.0, b=1.0):
-    """Samples from U(a, b)."""
-    return _fill(tensor, generator().uniform(a, b, tensor.shape), "init.uniform_")
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Samples from U(a, b), from `generator` or the default one."""
+    return _fill(tensor, rng(generator).uniform(a, b, tensor.shape), "init.uniform_")
 
 
 def zeros_(tensor):
@@ -32,7 +32,7 @@ def ones_(tensor):
     return _fill(tensor, 1.0, "init.ones_")
 
 
-def xavier_uniform_(tensor, gain=1.0):
+def xavier_uniform_(tensor, gain=1.0, generator=None):
     """Glorot & Bengio: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out)), so activations keep
     their variance both forwards and backwards. For a weight (out, in): fan_in = in, fan_out = out."""
     if tensor.ndim < 2:
@@ -40,4 +40,4 @@ def xavier_uniform_(tensor, gain=1.0):
     receptive = int(np.prod(tensor.shape[2:])) if tensor.ndim > 2 else 1
     fan_in, fan_out = tensor.shape[1] * receptive, tensor.shape[0] * receptive
     a = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)

@@ -72,14 +72,15 @@ class Embedding(Module):
 class Dropout(Module):
     """Zero each element with probability p while training (scaling the rest by 1/(1-p))."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, *, generator=None):
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
         self.p = p
+        self.generator = generator  # a minigrad.Generator for the masks; None: the default one
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, generator=self.generator)
 
     def extra_repr(self):
         return f"p={self.p}"
