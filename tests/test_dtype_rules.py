@@ -24,7 +24,7 @@ REAL_VALUED = {
     "tanh": (mg.tanh, np.tanh),
     "sigmoid": (mg.sigmoid, lambda v: 1 / (1 + np.exp(-v))),
     "mean": (mg.mean, np.mean),
-    "var": (mg.var, np.var),
+    "var": (mg.var, lambda v: np.var(v, ddof=1)),  # n - 1, as PyTorch
     "softmax": (mg.softmax, lambda v: np.exp(v) / np.exp(v).sum()),
     "log_softmax": (mg.log_softmax, lambda v: v - np.log(np.exp(v).sum())),
     "masked softmax": (lambda x: x.softmax(mask=np.array([True, True, False, True])),
