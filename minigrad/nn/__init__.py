@@ -4,10 +4,14 @@ from .layers import (
     ELU, GELU, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear, MSELoss, ReLU,
     Sigmoid, SiLU, Softplus, Tanh,
 )
+from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
+from .sampling import Upsample
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, Summary, summary
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "ModuleDict", "Sequential", "Parameter", "summary", "Summary",
     "Linear", "LayerNorm", "Embedding", "Dropout", "Flatten", "ReLU", "GELU", "Tanh", "Sigmoid", "Identity",
     "SiLU", "LeakyReLU", "Softplus", "ELU", "MSELoss", "CrossEntropyLoss",
+    "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample",
 ]
