@@ -37,7 +37,7 @@ def build_parser():
     q = sub.add_parser("train", help="train a small model with your code and with minigrad's, from one seed")
     q.add_argument("name")
     with_dir(q)
-    q.add_argument("--steps", type=int, default=None, help="training steps (default: 150 for the MLP, 40 for the GPT)")
+    q.add_argument("--steps", type=int, default=None, help="training steps (default: 150 for the MLPs, 40 for the GPT, 60 for the CNN)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--no-plot", action="store_true", help="no PNG of the two loss curves")
     q = sub.add_parser("grade", help="for teachers: check SUBMISSIONS/<learner>/<exercise>.py, write a CSV")
