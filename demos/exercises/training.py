@@ -2,7 +2,7 @@
 engine's own code and once with the learner's swapped in (`catalogue.swapped`), in float64 so
 that a correct backward gives the same losses to many digits.
 
-Two models, each built so that the exercise's op really runs in it:
+The models, each built so that the exercise's op really runs in it:
 - "mlp": a character-level MLP on the built-in corpus (demos/common.py), spelled out from
   minigrad's ops: embedding, matmul, tanh, an RMS normalisation written with pow, mean and
   division, a learned temperature (exp), then softmax and log (loss "softmax") or cross_entropy
