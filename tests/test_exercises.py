@@ -436,6 +436,12 @@ def test_files_that_cannot_be_checked_say_why(tmp_path, text, expected):
     assert not result.ok and expected in result.error
 
 
+def test_an_op_of_ops_conv_is_named_by_its_own_module(tmp_path):
+    result = checker.check_file(catalogue.get("conv2d"), write(tmp_path, "conv2d", HEAD + "class Conv2d:\n    pass\n"))
+    assert result.error == "Conv2d must be a subclass of minigrad.ops_conv.Conv2d, whose forward it keeps"
+    assert catalogue.get("conv2d").parts[0].base == "ops_conv.Conv2d" and catalogue.get("mul").parts[0].base == "ops.Mul"
+
+
 # ============================================================================ train
 def _runs_other_code(exercise):
     """True if the reference swapped in is another implementation than the one the engine runs:
