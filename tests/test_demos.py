@@ -1,5 +1,6 @@
 """Smoke tests: every demo runs end to end with tiny settings, in seconds, and reports sensibly; the
 demos' shared plumbing (help texts, missing extras, --threads, progress in a log)."""
+import importlib.util
 import io
 import math
 import os
@@ -10,14 +11,14 @@ import numpy as np
 import pytest
 
 import minigrad
-from demos import addition, char_gpt, common, copy_task, modern_blocks, pictures, sample, tour
+from demos import addition, char_gpt, cnn, common, copy_task, modern_blocks, pictures, sample, tour
 
 SHAKESPEARE = Path(__file__).parents[2] / "shared/data/tinyshakespeare.txt"
 TINY_CHAR_GPT = ["--eval-interval", "2", "--eval-iters", "1", "--n-layer", "1", "--d-model", "16", "--n-head", "2",
                  "--block-size", "8", "--batch-size", "2", "--quiet", "--sample-chars", "20"]
 DEMOS = {"tour": tour, "pictures": pictures, "addition": addition, "copy_task": copy_task, "char_gpt": char_gpt,
-         "modern_blocks": modern_blocks, "sample": sample}
-TRAINING = ["tour", "pictures", "addition", "copy_task", "char_gpt", "modern_blocks"]
+         "modern_blocks": modern_blocks, "sample": sample, "cnn": cnn}
+TRAINING = ["tour", "pictures", "addition", "copy_task", "char_gpt", "modern_blocks", "cnn"]
 
 
 @pytest.mark.parametrize("name", DEMOS)
@@ -56,7 +57,8 @@ def test_the_formatter_on_the_usual_traps():
 
 
 @pytest.mark.parametrize("name, missing", [(name, "tqdm") for name in TRAINING] +
-                         [(name, "matplotlib") for name in ("tour", "pictures", "char_gpt")])
+                         [(name, "matplotlib") for name in ("tour", "pictures", "char_gpt", "cnn")] +
+                         [("cnn", "sklearn")])
 def test_a_missing_extra_is_named_before_any_work(name, missing, monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, missing, None)  # what "import tqdm" meets when tqdm is not installed
     monkeypatch.chdir(tmp_path)  # any output folder would appear here
@@ -248,3 +250,29 @@ def test_char_gpt_checkpoint_and_resume(tmp_path, capsys):
 def test_char_gpt_on_shakespeare(tmp_path):
     losses = char_gpt.main(["--data", str(SHAKESPEARE), "--max-iters", "3", "--out", str(tmp_path), *TINY_CHAR_GPT])
     assert math.isfinite(losses["train"]) and math.isfinite(losses["val"])
+
+
+def test_cnn_shapes_and_the_mlp_of_about_its_size():
+    model = cnn.LeNet(channels=4)
+    x = minigrad.tensor(np.random.default_rng(0).random((3, 1, 8, 8)), dtype=np.float32)
+    assert model(x).shape == (3, 10)
+    maps = cnn.feature_maps(model, x.numpy()[0])
+    assert [m.shape for _, m in maps] == [(4, 8, 8), (8, 4, 4)] and all((m >= 0).all() for _, m in maps)  # ReLU
+    assert model.training  # feature_maps looks in eval mode, then puts the model back
+    for size in (cnn.count(model), cnn.count(cnn.LeNet())):
+        mlp = cnn.mlp_like(size)
+        assert abs(cnn.count(mlp) - size) <= 75 // 2 + 1  # the nearest hidden width: within half a unit's 75
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sklearn") is None, reason="the digits come with scikit-learn")
+def test_cnn_quick(tmp_path, capsys):
+    result = cnn.main(["--quick", "--out", str(tmp_path), "--quiet"])  # one epoch of each model
+    out = capsys.readouterr().out
+    for name in ("cnn", "mlp"):
+        # one epoch already labels most digits; a model that learned nothing gets about 10%
+        assert 0.5 < result[name]["accuracy"] <= 1.0 and math.isfinite(result[name]["loss"]), name
+        assert len(result[name]["losses"]) == math.ceil(cnn.TRAIN_SIZE / 32)
+    assert sorted(os.path.basename(p) for p in result["pictures"]) == ["feature_maps.png", "filters.png"]
+    assert all(os.path.getsize(p) > 0 for p in result["pictures"])
+    assert "MLP 64-" in out and "parameters, test accuracy" in out
+    assert out.strip().splitlines()[-1].startswith("cnn: LeNet-style CNN ") and "1 epoch in" in out

@@ -7,6 +7,7 @@ the built-in run; `grade` survives wrong, crashing and hanging files.
 Checks run in this process; only the tests of the isolation (grade, the check command) start
 child processes."""
 import csv
+import importlib.util
 import textwrap
 
 import numpy as np
@@ -18,7 +19,7 @@ from demos.exercises import catalogue, checker, grading, training
 from demos.exercises.catalogue import CompareCase, seeded, swapped
 from minigrad import autograd, kernels, ops
 
-HEAD = "import numpy as np\nfrom minigrad import ops\nfrom minigrad.autograd import unbroadcast\n\n"
+HEAD = "import numpy as np\nfrom minigrad import ops, ops_conv\nfrom minigrad.autograd import unbroadcast\n\n"
 
 
 def source(body):
@@ -149,6 +150,42 @@ SOLVED = {
                                  - xhat * (gh * xhat).sum(axis=axes, keepdims=True))
                 return dx, (g * xhat).sum(axis=axes), g.sum(axis=axes)
     """,
+    "conv2d": """
+        class Conv2d(ops_conv.Conv2d):
+            @staticmethod
+            def backward(ctx, g):
+                cols, w2 = ctx.saved_tensors
+                x_shape, w_shape, (kh, kw), (sh, sw), (top, left), (dh, dw), groups = ctx.shapes
+                n, o, oh, ow = g.shape
+                g2 = g.transpose(1, 0, 2, 3).reshape(groups, o // groups, n * oh * ow)
+                dx = dweight = None
+                if ctx.needs_input_grad[1]:
+                    dweight = (g2 @ np.swapaxes(cols, 1, 2)).reshape(w_shape)
+                if ctx.needs_input_grad[0]:
+                    dcols = (np.swapaxes(w2, 1, 2) @ g2).reshape(-1, kh, kw, n, oh, ow)
+                    c, h, w = x_shape[1:]
+                    hp = max(top + h, (oh - 1) * sh + (kh - 1) * dh + 1)
+                    wp = max(left + w, (ow - 1) * sw + (kw - 1) * dw + 1)
+                    dxp = np.zeros((c, n, hp, wp))
+                    for ki in range(kh):
+                        for kj in range(kw):
+                            dxp[:, :, ki * dh:ki * dh + (oh - 1) * sh + 1:sh,
+                                kj * dw:kj * dw + (ow - 1) * sw + 1:sw] += dcols[:, ki, kj]
+                    dx = dxp[:, :, top:top + h, left:left + w].transpose(1, 0, 2, 3)
+                if len(ctx.needs_input_grad) == 2:
+                    return dx, dweight
+                return dx, dweight, g.sum(axis=(0, 2, 3))
+    """,
+    "max_pool2d": """
+        class MaxPool2d(ops_conv.MaxPool2d):
+            @staticmethod
+            def backward(ctx, g, g_indices=None):
+                n, c, h, w = ctx.shape
+                dx = np.zeros((n * c, h * w))
+                planes = np.arange(n * c)[:, None]
+                np.add.at(dx, (planes, ctx.indices.reshape(n * c, -1)), g.reshape(n * c, -1))
+                return dx.reshape(n, c, h, w)
+    """,
     "embedding": """
         class Embedding(ops.Embedding):
             @staticmethod
@@ -239,6 +276,14 @@ PLANTED = [
     ("batch_norm", "- xhat * (gh * xhat).sum(axis=axes, keepdims=True)", "", "x"),  # the variance's path forgotten
     ("batch_norm", "n = g.size // g.shape[1]", "n = g.shape[0]", "x"),  # n as the batch size, not N * L
     ("batch_norm", "return dx, (g * xhat).sum(axis=axes)", "return dx, g.sum(axis=axes)", "weight"),  # xhat forgotten
+    ("conv2d", "dxp[:, :, top:top + h, left:left + w]", "dxp[:, :, :h, :w]", "x"),  # the padding not cut off
+    ("conv2d", "(oh - 1) * sh + 1:sh,", "oh,", "x"),  # the stride forgotten: windows taken as neighbours
+    ("conv2d", "ki * dh:ki * dh", "ki:ki", "x"),  # the dilation forgotten
+    ("conv2d", "return dx, dweight, g.sum(axis=(0, 2, 3))", "return dx, dweight, g.mean(axis=(0, 2, 3))", "bias"),
+    ("conv2d", "g2 @ np.swapaxes(cols, 1, 2)", "g2 @ np.swapaxes(cols, 1, 2) / n", "weight"),  # a mean, not a sum
+    ("max_pool2d", "np.add.at(dx, (planes, ctx.indices.reshape(n * c, -1)), g.reshape(n * c, -1))",
+     "dx[planes, ctx.indices.reshape(n * c, -1)] = g.reshape(n * c, -1)", "x"),  # overlapping windows overwrite
+    ("max_pool2d", "planes = np.arange(n * c)[:, None]", "planes = 0", "x"),  # every window into plane 0
     ("embedding", "np.add.at(grad, ids, g_rows)", "grad[ids] = g_rows", "weight"),  # repeats overwrite
     ("attention", "ds = ctx.scale * weights", "ds = weights", "q"),  # the scale forgotten
     ("attention", "(dw - (dw * weights).sum(axis=-1, keepdims=True))", "dw", "q"),  # softmax's row term forgotten
@@ -285,7 +330,7 @@ def test_at_least_ten_exercises_each_with_skeleton_hint_and_cases():
         text = e.skeleton.read_text()
         assert "NotImplementedError" in text and "python -m demos.exercises check " + e.name in text
         for part in e.parts:
-            assert (f"class {part.name}(ops.{part.reference.__name__})" if part.is_op
+            assert (f"class {part.name}({part.base})" if part.is_op
                     else f"def {part.name}(") in text
 
 
@@ -391,6 +436,12 @@ def test_files_that_cannot_be_checked_say_why(tmp_path, text, expected):
     assert not result.ok and expected in result.error
 
 
+def test_an_op_of_ops_conv_is_named_by_its_own_module(tmp_path):
+    result = checker.check_file(catalogue.get("conv2d"), write(tmp_path, "conv2d", HEAD + "class Conv2d:\n    pass\n"))
+    assert result.error == "Conv2d must be a subclass of minigrad.ops_conv.Conv2d, whose forward it keeps"
+    assert catalogue.get("conv2d").parts[0].base == "ops_conv.Conv2d" and catalogue.get("mul").parts[0].base == "ops.Mul"
+
+
 # ============================================================================ train
 def _runs_other_code(exercise):
     """True if the reference swapped in is another implementation than the one the engine runs:
@@ -410,8 +461,13 @@ def _runs_other_code(exercise):
 OTHER_CODE_RTOL = 1e-12
 
 
+NO_DIGITS = importlib.util.find_spec("sklearn") is None  # the CNN trains on the digits scikit-learn ships
+
+
 def test_train_with_the_reference_matches_the_builtin_run_for_every_exercise():
     for exercise in catalogue.EXERCISES:
+        if exercise.model == "cnn" and NO_DIGITS:
+            continue
         result = training.train(exercise, exercise.reference(), steps=3)
         assert result.agree, exercise.name
         if _runs_other_code(exercise):
@@ -423,13 +479,17 @@ def test_train_with_the_reference_matches_the_builtin_run_for_every_exercise():
 
 
 @pytest.mark.parametrize("name, steps", [("softmax", 40), ("cross_entropy", 20), ("layer_norm", 10),
-                                         ("batch_norm", 10), ("attention", 10), ("backward_walk", 20), ("adam", 20)])
+                                         ("batch_norm", 10), ("attention", 10), ("backward_walk", 20), ("adam", 20),
+                                         ("conv2d", 10), ("max_pool2d", 10)])
 def test_train_runs_the_learners_code_in_place_of_the_kernel(name, steps, tmp_path):
     exercise = catalogue.get(name)
+    if exercise.model == "cnn" and NO_DIGITS:
+        pytest.skip("the CNN trains on the digits, which come with scikit-learn")
     originals = [p.reference.__dict__["backward"] for p in exercise.parts if p.is_op]
     learner = checker.load(write(tmp_path, name, source(SOLVED[name])))
     result = training.train(exercise, learner, steps=steps)
-    per_step = 3 if exercise.model == "gpt" and name == "layer_norm" else 1  # ln_1, ln_2, ln_f
+    per_step = 3 if exercise.model == "gpt" and name == "layer_norm" else \
+        2 if exercise.model == "cnn" else 1  # ln_1, ln_2, ln_f; the CNN's two convolutions and two poolings
     for label, calls in result.calls.items():
         assert calls >= steps * per_step, (label, calls)
     assert result.agree, training.format_train(result, exercise)

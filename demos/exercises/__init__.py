@@ -8,13 +8,13 @@
     python -m demos.exercises grade SUBMISSIONS    # for teachers: one CSV row per learner and file
 
 Each exercise is derived from the engine itself: the learner's class subclasses the real op of
-minigrad/ops.py (its forward is the real one) and writes `backward`; the reference solution is the
-op. The files:
+minigrad/ops.py or minigrad/ops_conv.py (its forward is the real one) and writes `backward`; the
+reference solution is the op. The files:
 
     catalogue.py   the exercises, their cases and hints, and the swap of the learner's code into the engine
     checker.py     checking one file in this process: gradient checks and comparisons, the report
     isolation.py   checking files in a child process, each with a time limit
-    training.py    the two small models `train` runs
+    training.py    the small models `train` runs
     solution.py    the solution, as the learner's file with minigrad's own code written in
     grading.py     the teacher's CSV, several learners at a time
     skeletons/     the files `start` hands out

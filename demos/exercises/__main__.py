@@ -62,7 +62,7 @@ def build_parser():
     with_name(q)
     with_dir(q)
     q.add_argument("--steps", type=int, default=None,
-                   help="The number of training steps (default: 150 for the MLP, 40 for the GPT).")
+                   help="The number of training steps (default: 150 for the MLPs, 40 for the GPT, 60 for the CNN).")
     q.add_argument("--seed", type=int, default=0, help="The seed of both runs (default: 0).")
     q.add_argument("--no-plot", action="store_true", help="Do not write a PNG of the two loss curves.")
     q = command("grade")

@@ -2,7 +2,7 @@
 cases `check` runs.
 
 An exercise's `parts` are the names the learner's file defines: a subclass of an op of
-minigrad/ops.py that inherits the op's forward and writes `backward`, or a function with the
+minigrad/ops.py or minigrad/ops_conv.py that inherits the op's forward and writes `backward`, or a function with the
 signature of one of the engine's own (the backward walk, the Adam step). `reference()` is the
 engine's own code under those same names, so the reference solution is the op itself and there is
 no second copy to keep in step with it.
@@ -21,7 +21,8 @@ from typing import Callable
 import numpy as np
 
 import minigrad
-from minigrad import autograd, kernels, ops
+from minigrad import autograd, kernels, ops, ops_conv
+from minigrad.kernels.conv import output_size
 
 SKELETONS = Path(__file__).with_name("skeletons")
 
@@ -45,6 +46,11 @@ class Part:
     @property
     def is_op(self):
         return isinstance(self.reference, type)
+
+    @property
+    def base(self):
+        """How the learner's file names the op it subclasses: "ops.Softmax", "ops_conv.Conv2d"."""
+        return f"{self.reference.__module__.rsplit('.', 1)[-1]}.{self.reference.__name__}"
 
     @property
     def label(self):
@@ -403,6 +409,73 @@ BATCH_NORM = Exercise(
 )
 
 
+def _conv_case(name, x, weight, bias=True, stride=1, padding=0, dilation=1, groups=1, weight_grad=True, hint=""):
+    def inputs(rng):
+        w = normal(rng, *weight)
+        tensors = {"x": normal(rng, *x), "weight": w if weight_grad else w.detach()}
+        if bias:
+            tensors["bias"] = normal(rng, weight[0])
+        return tensors
+
+    def run(ns, *tensors):
+        return ns.Conv2d.apply(*tensors, stride=(stride, stride), padding=(padding,) * 4,
+                               dilation=(dilation, dilation), groups=groups)
+
+    return GradCase(name, inputs, run, hint)
+
+
+CONV2D = Exercise(
+    "conv2d", "a 2-D convolution: a matrix product on the windows, and the windows added back",
+    parts=(Part("Conv2d", ops_conv.Conv2d, shows=("minigrad.kernels.conv:col2im_numpy",)),),
+    cases=(
+        _conv_case("x (2, 2, 5, 5), weight (3, 2, 3, 3), bias (3,)", (2, 2, 5, 5), (3, 2, 3, 3)),
+        _conv_case("stride 2", (1, 2, 7, 7), (2, 2, 3, 3), stride=2,
+                   hint="window (i, j) starts at row i * stride: so does the slice its gradient goes back to"),
+        _conv_case("padding 1", (2, 1, 4, 4), (2, 1, 3, 3), padding=1,
+                   hint="the padding is not part of x: add into a padded array, then cut the border off"),
+        _conv_case("dilation 2", (1, 2, 6, 6), (2, 2, 2, 2), dilation=2,
+                   hint="tap (ki, kj) reads row i stride + ki dilation"),
+        _conv_case("groups 2: x (1, 4, 4, 4), weight (4, 2, 2, 2)", (1, 4, 4, 4), (4, 2, 2, 2), groups=2),
+        _conv_case("no bias: backward returns (dx, dweight)", (1, 2, 4, 4), (2, 2, 2, 2), bias=False),
+        _conv_case("weight needs no gradient (cols was not saved)", (1, 2, 4, 4), (2, 2, 3, 3), weight_grad=False,
+                   hint="ctx.needs_input_grad tells which inputs want a gradient; cols is None when the weight "
+                        "wants none"),
+    ),
+    hint="the forward is a linear layer on the windows, y = W cols + b: dW = g cols^T, dcols = W^T g, db sums g; "
+         "then every number of dcols goes back (added) to the place of x its window read",
+    minutes=40, model="cnn",
+)
+
+
+def _pool_case(name, x, kernel, stride=None, padding=0, dilation=1, hint=""):
+    stride = kernel if stride is None else stride
+    out = tuple(output_size(n, kernel, stride, padding, padding, dilation) for n in x[2:])
+
+    def run(ns, x):
+        y, _ = ns.MaxPool2d.apply(x, kernel_size=(kernel, kernel), stride=(stride, stride), padding=(padding, padding),
+                                  dilation=(dilation, dilation), out_size=out)
+        return y
+
+    return GradCase(name, _x(x), run, hint)
+
+
+MAX_POOL2D = Exercise(
+    "max_pool2d", "2-D max pooling: each window's gradient goes to its largest input",
+    parts=(Part("MaxPool2d", ops_conv.MaxPool2d),),
+    cases=(
+        _pool_case("x (2, 3, 4, 4), kernel 2", (2, 3, 4, 4), 2),
+        _pool_case("kernel 3, stride 1: the windows overlap", (1, 2, 5, 5), 3, stride=1,
+                   hint="an input that is the max of several windows gets all their gradients, added"),
+        _pool_case("x (1, 2, 5, 7), kernel 3, stride 2", (1, 2, 5, 7), 3, stride=2),
+        _pool_case("padding 1", (2, 1, 4, 4), 2, stride=1, padding=1),
+        _pool_case("dilation 2", (1, 2, 6, 6), 2, stride=1, dilation=2),
+    ),
+    hint="ctx.indices says where each window's max sits in its (H, W) plane: add g there "
+         "(np.add.at adds repeats; dx[...] = g keeps only one)",
+    minutes=15, model="cnn",
+)
+
+
 def _embedding_case(name, rows, ids, hint=""):
     ids = np.array(ids, dtype=np.int64)
     return GradCase(name, lambda rng: {"weight": normal(rng, rows, 3)},
@@ -543,7 +616,7 @@ ADAM = Exercise(
 )
 
 EXERCISES = (MUL, DIV, POW, EXP_LOG_TANH, SUM_MEAN, MATMUL, SOFTMAX, CROSS_ENTROPY, LAYER_NORM, BATCH_NORM,
-             EMBEDDING, ATTENTION, WALK, ADAM)
+             MAX_POOL2D, CONV2D, EMBEDDING, ATTENTION, WALK, ADAM)
 BY_NAME = {e.name: e for e in EXERCISES}
 
 

@@ -106,7 +106,7 @@ def _problems_with(exercise, module):
             return (f"the file defines no {kind} {part.name} (start again from the skeleton with "
                     f"`start {exercise.name} --force`, after saving your work)")
         if part.is_op:
-            op = f"minigrad.ops.{part.reference.__name__}"
+            op = f"{part.reference.__module__}.{part.reference.__name__}"
             if not (isinstance(mine, type) and issubclass(mine, part.reference)):
                 return f"{part.name} must be a subclass of {op}, whose forward it keeps"
             if mine is not part.reference and "forward" in vars(mine):

@@ -2,7 +2,7 @@
 engine's own code and once with the learner's swapped in (`catalogue.swapped`), in float64 so
 that a correct backward gives the same losses to many digits.
 
-Two models, each built so that the exercise's op really runs in it:
+The models, each built so that the exercise's op really runs in it:
 - "mlp": a character-level MLP on the built-in corpus (demos/common.py), spelled out from
   minigrad's ops: embedding, matmul, tanh, an RMS normalisation written with pow, mean and
   division, a learned temperature (exp), then softmax and log (loss "softmax") or cross_entropy
@@ -12,6 +12,9 @@ Two models, each built so that the exercise's op really runs in it:
 - "gpt": transformer.GPT, one block, on the same corpus, with AdamW: layer_norm and attention
   (its LayerNorm and fused ScaledDotProductAttention ops).
 - "mlp_bn": the same MLP with batch norm (the BatchNorm op) on its hidden layer: batch_norm.
+- "cnn": a tiny LeNet-style CNN (conv, ReLU, max-pool, twice, then a linear layer) on the 8x8
+  digits (minigrad.datasets.load_digits, which needs scikit-learn), with Adam: conv2d and
+  max_pool2d (the Conv2d and MaxPool2d ops of ops_conv.py).
 """
 import math
 import time
@@ -26,7 +29,7 @@ from minigrad.nn import functional as F
 from ..common import builtin_corpus
 from .catalogue import swapped
 
-STEPS = {"mlp": 150, "gpt": 40, "mlp_bn": 150}
+STEPS = {"mlp": 150, "gpt": 40, "mlp_bn": 150, "cnn": 60}
 AGREE_RTOL = 1e-6  # float64: a correct backward changes the losses by rounding only
 
 
@@ -147,10 +150,47 @@ def _run_mlp_bn(exercise, steps, seed):
     return losses
 
 
+def _cnn(rng, c1=4, c2=8):
+    def param(*shape, fan_in):
+        return minigrad.tensor(rng.standard_normal(shape) * fan_in ** -0.5, requires_grad=True)
+
+    return {"conv1": param(c1, 1, 3, 3, fan_in=9), "b1": minigrad.tensor(np.zeros(c1), requires_grad=True),
+            "conv2": param(c2, c1, 3, 3, fan_in=9 * c1), "b2": minigrad.tensor(np.zeros(c2), requires_grad=True),
+            "W": param(c2 * 2 * 2, 10, fan_in=c2 * 2 * 2)}
+
+
+def _cnn_loss(p, images, labels):
+    """images (B, 1, 8, 8) -> conv 3x3 pad 1, ReLU, max-pool 2 (B, 4, 4, 4) -> the same (B, 8, 2, 2)
+    -> flatten @ W -> cross_entropy."""
+    h = F.max_pool2d(F.conv2d(images, p["conv1"], p["b1"], padding=1).relu(), 2)
+    h = F.max_pool2d(F.conv2d(h, p["conv2"], p["b2"], padding=1).relu(), 2)
+    return F.cross_entropy(h.reshape(len(labels), -1) @ p["W"], labels)
+
+
+def _run_cnn(exercise, steps, seed):
+    from minigrad.datasets import load_digits
+
+    digits = load_digits()
+    images, labels = digits.images.numpy().astype(np.float64), digits.targets.numpy()
+    rng = np.random.default_rng(seed)
+    p = _cnn(rng)
+    optimizer = optim.Adam(list(p.values()), lr=0.01)
+    losses = []
+    for _ in range(steps):
+        batch = rng.integers(0, len(labels), size=32)
+        loss = _cnn_loss(p, minigrad.tensor(images[batch]), labels[batch])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 MODELS = {
     "mlp": (_run_mlp, "a character MLP spelled out from minigrad's ops, on the built-in corpus, Adam"),
     "gpt": (_run_gpt, "a one-block GPT (transformer.GPT) on the built-in corpus, AdamW"),
     "mlp_bn": (_run_mlp_bn, "a character MLP with batch norm on its hidden layer, on the built-in corpus, Adam"),
+    "cnn": (_run_cnn, "a tiny LeNet-style CNN on the 8x8 digits, Adam"),
 }
 
 

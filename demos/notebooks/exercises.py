@@ -117,6 +117,33 @@ exercises.start("layer_norm", FOLDER)
 exercises.check("layer_norm", FOLDER);
 
 # %% [markdown]
+# ## batch_norm
+#
+# batch norm: each channel's mean and variance depend on the whole batch
+
+# %%
+exercises.start("batch_norm", FOLDER)
+exercises.check("batch_norm", FOLDER);
+
+# %% [markdown]
+# ## max_pool2d
+#
+# 2-D max pooling: each window's gradient goes to its largest input
+
+# %%
+exercises.start("max_pool2d", FOLDER)
+exercises.check("max_pool2d", FOLDER);
+
+# %% [markdown]
+# ## conv2d
+#
+# a 2-D convolution: a matrix product on the windows, and the windows added back
+
+# %%
+exercises.start("conv2d", FOLDER)
+exercises.check("conv2d", FOLDER);
+
+# %% [markdown]
 # ## embedding
 #
 # embedding lookup: a scatter-add of the rows' gradients

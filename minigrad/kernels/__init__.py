@@ -207,6 +207,19 @@ def sum_squares(x):
     return _run("sum_squares", x)
 
 
+@_kernel("conv")
+def im2col(x, kernel_size, stride, padding, dilation, out_size, fill=0.0):
+    """x (N, C, H, W) -> cols (C * kh * kw, N, OH, OW): every window of a convolution as a column
+    (``fill`` outside x; padding = (top, left), out_size = (OH, OW))."""
+    return _run("im2col", x, kernel_size, stride, padding, dilation, out_size, fill)
+
+
+@_kernel("conv")
+def col2im(cols, input_shape, kernel_size, stride, padding, dilation):
+    """cols (C * kh * kw, N, OH, OW) -> dx (N, C, H, W): each column added back where im2col read it."""
+    return _run("col2im", cols, input_shape, kernel_size, stride, padding, dilation)
+
+
 def describe():
     """What the compiled kernels run on: a dict for benchmarks and bug reports. Imports numba."""
     from . import _cpu, _jit

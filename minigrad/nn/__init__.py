@@ -4,6 +4,9 @@ from .layers import (
     ELU, GELU, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear, MSELoss, ReLU,
     Sigmoid, SiLU, Softplus, Tanh,
 )
+from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
+from .sampling import Upsample
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, Summary, summary
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d
 from .layers import Unflatten
@@ -13,4 +16,5 @@ __all__ = [
     "Linear", "LayerNorm", "Embedding", "Dropout", "Flatten", "ReLU", "GELU", "Tanh", "Sigmoid", "Identity",
     "SiLU", "LeakyReLU", "Softplus", "ELU", "MSELoss", "CrossEntropyLoss",
     "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Unflatten",
+    "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample",
 ]

@@ -10,6 +10,10 @@ from .. import ops
 from ..creation import as_tensor, dropout, embedding, where  # noqa: F401  (re-exported)
 from ..tensor import Tensor
 from .normalization import batch_norm, group_norm, instance_norm  # noqa: F401  (re-exported)
+from .conv import conv1d, conv2d, conv_transpose2d, fold, unfold  # noqa: F401  (re-exported)
+from .padding import pad  # noqa: F401  (re-exported)
+from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool1d, max_pool2d  # noqa: F401  (re-exported)
+from .sampling import interpolate  # noqa: F401  (re-exported)
 
 
 def linear(x, weight, bias=None):

@@ -1,0 +1,183 @@
+"""im2col and col2im: a convolution turned into one matrix product, and its gradient turned back.
+
+A 2-D convolution slides a (C, kh, kw) kernel over the input. ``im2col`` copies every window the
+kernel sees into a column, so that all the windows of the batch sit side by side in one matrix:
+
+    cols[c, ki, kj, n, oh, ow] = x[n, c, oh * sh + ki * dh - ph, ow * sw + kj * dw - pw]
+
+(``fill``, 0 for a convolution and -inf for max pooling, where the index falls outside x.) Viewed
+as a matrix (C * kh * kw, N * OH * OW), one product ``W (O, C*kh*kw) @ cols`` computes every
+output of the batch at once; the rows are in the order of ``W.reshape(O, -1)``.
+
+``col2im`` is its adjoint: every number of ``cols`` is added back to the place of x it was copied
+from (a place seen by several windows gets the sum), which is the gradient of ``im2col``:
+
+    dx[n, c, h, w] = sum of cols[c, ki, kj, n, oh, ow] over all (ki, kj, oh, ow) that read (h, w)
+
+Only the top and left padding (ph, pw) are arguments: the output size (OH, OW) fixes how far the
+windows reach, so asymmetric padding ('same' with an even kernel) and pooling's ``ceil_mode`` need
+nothing more.
+
+The numpy twins pad x once and take kh * kw strided slices of it (one per kernel offset). The
+numba kernels walk the same loops with the padding handled by index arithmetic instead of a
+padded copy; ``im2col`` shares out the rows of cols (one per channel and offset), ``col2im`` the
+planes (n, c) of dx, so no two threads write the same number.
+"""
+import numpy as np
+
+from ._jit import typed_jit  # first: it sets LLVM options before numba is imported
+
+from numba import types  # noqa: E402
+from ._parallel import parallel_for  # noqa: E402
+from ._rows import PARALLEL_MIN_ELEMENTS  # noqa: E402
+
+
+def output_size(size, kernel, stride, pad_before, pad_after, dilation, ceil_mode=False):
+    """Positions of a window of `kernel` taps `dilation` apart, moved by `stride`, on an axis of `size`
+    padded by (pad_before, pad_after): floor (or ceil) of (size + pads - dilation (kernel - 1) - 1) / stride, + 1.
+    With ceil_mode a last window must still start inside the input or the front padding (PyTorch's rule)."""
+    span = size + pad_before + pad_after - dilation * (kernel - 1) - 1
+    if span < 0:
+        return 0
+    n = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (n - 1) * stride >= size + pad_before:
+        n -= 1
+    return n
+
+
+def _check(name, x, ndim):
+    if x.ndim != ndim or x.dtype not in (np.float32, np.float64):
+        raise ValueError(f"{name}: expected a {ndim}-D float32 or float64 array, got shape {x.shape} {x.dtype}")
+
+
+# ----------------------------------------------------------------------------- numpy twins
+def _padded_for(shape_hw, kernel, stride, padding, dilation, out_hw):
+    """(pad_bottom, pad_right) so that the padded input holds every window, and the slice of each
+    kernel offset: offset k reads rows k*d, k*d + s, ..., (OH - 1) s + k d of the padded input."""
+    return tuple(max(0, (o - 1) * s + (k - 1) * d + 1 - n - p)
+                 for n, k, s, p, d, o in zip(shape_hw, kernel, stride, padding, dilation, out_hw))
+
+
+def im2col_numpy(x, kernel_size, stride, padding, dilation, out_size, fill=0.0):
+    """x (N, C, H, W) -> cols (C * kh * kw, N, OH, OW), see the module docstring.
+
+    kernel_size, stride, padding (top, left), dilation and out_size (OH, OW): pairs of ints."""
+    _check("im2col", x, 4)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel_size, stride, padding, dilation, out_size
+    n, c = x.shape[:2]
+    bottom, right = _padded_for(x.shape[2:], kernel_size, stride, padding, dilation, out_size)
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, bottom), (pw, right)), constant_values=fill)
+    cols = np.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
+    for ki in range(kh):
+        for kj in range(kw):
+            window = xp[:, :, ki * dh: ki * dh + (oh - 1) * sh + 1: sh, kj * dw: kj * dw + (ow - 1) * sw + 1: sw]
+            cols[:, ki, kj] = window.transpose(1, 0, 2, 3)
+    return cols.reshape(c * kh * kw, n, oh, ow)
+
+
+def col2im_numpy(cols, input_shape, kernel_size, stride, padding, dilation):
+    """cols (C * kh * kw, N, OH, OW) -> dx of input_shape (N, C, H, W): the adjoint of im2col."""
+    _check("col2im", cols, 4)
+    n, c, h, w = input_shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
+    oh, ow = cols.shape[2:]
+    bottom, right = _padded_for((h, w), kernel_size, stride, padding, dilation, (oh, ow))
+    dxp = np.zeros((n, c, h + ph + bottom, w + pw + right), dtype=cols.dtype)
+    cols6 = cols.reshape(c, kh, kw, n, oh, ow)
+    for ki in range(kh):
+        for kj in range(kw):
+            dxp[:, :, ki * dh: ki * dh + (oh - 1) * sh + 1: sh, kj * dw: kj * dw + (ow - 1) * sw + 1: sw] += \
+                cols6[:, ki, kj].transpose(1, 0, 2, 3)
+    return np.ascontiguousarray(dxp[:, :, ph: ph + h, pw: pw + w])
+
+
+# ----------------------------------------------------------------------------- numba kernels
+def _im2col_signature(dtype):
+    """x (N, C, H, W) any strides, cols (C*kh*kw, N, OH, OW) C-contiguous, 8 ints, fill, first, stop."""
+    return types.void(types.Array(dtype, 4, "A", readonly=True), types.Array(dtype, 4, "C"),
+                      *[types.intp] * 8, dtype, types.intp, types.intp)
+
+
+def _col2im_signature(dtype):
+    """cols (C*kh*kw, N, OH, OW) any strides, dx (N, C, H, W) C-contiguous zeros, 8 ints, first, stop."""
+    return types.void(types.Array(dtype, 4, "A", readonly=True), types.Array(dtype, 4, "C"),
+                      *[types.intp] * 8, types.intp, types.intp)
+
+
+@typed_jit(_im2col_signature)
+def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
+    """The rows first <= r < stop of cols: channel c = r // (kh kw), kernel offset (ki, kj)."""
+    n_batch, height, width = x.shape[0], x.shape[2], x.shape[3]
+    out_h, out_w = cols.shape[2], cols.shape[3]
+    for r in range(first, stop):
+        c, k = divmod(r, kh * kw)
+        ki, kj = divmod(k, kw)
+        # the outputs ow whose column w = ow sw + kj dw - pw lies inside x: lo <= ow < hi
+        offset = kj * dw - pw
+        lo = min(out_w, max(0, (-offset + sw - 1) // sw))
+        hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+        for n in range(n_batch):
+            for oh in range(out_h):
+                h = oh * sh + ki * dh - ph
+                row = cols[r, n, oh]
+                if h < 0 or h >= height:
+                    for ow in range(out_w):
+                        row[ow] = fill
+                    continue
+                src = x[n, c, h]
+                for ow in range(lo):
+                    row[ow] = fill
+                for ow in range(lo, hi):
+                    row[ow] = src[ow * sw + offset]
+                for ow in range(hi, out_w):
+                    row[ow] = fill
+
+
+@typed_jit(_col2im_signature)
+def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
+    """The planes first <= p < stop of dx, p = n C + c: each adds up what its windows read."""
+    n_channels, height, width = dx.shape[1], dx.shape[2], dx.shape[3]
+    out_h, out_w = cols.shape[2], cols.shape[3]
+    for p in range(first, stop):
+        n, c = divmod(p, n_channels)
+        plane = dx[n, c]
+        for ki in range(kh):
+            for kj in range(kw):
+                r = (c * kh + ki) * kw + kj
+                offset = kj * dw - pw
+                lo = min(out_w, max(0, (-offset + sw - 1) // sw))
+                hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+                for oh in range(out_h):
+                    h = oh * sh + ki * dh - ph
+                    if h < 0 or h >= height:
+                        continue
+                    dst, src = plane[h], cols[r, n, oh]
+                    for ow in range(lo, hi):
+                        dst[ow * sw + offset] += src[ow]
+
+
+def _threads(n_elements):
+    return None if n_elements >= PARALLEL_MIN_ELEMENTS else 1
+
+
+def im2col_numba(x, kernel_size, stride, padding, dilation, out_size, fill=0.0):
+    """x (N, C, H, W) -> cols (C * kh * kw, N, OH, OW), see the module docstring."""
+    _check("im2col", x, 4)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel_size, stride, padding, dilation, out_size
+    n, c = x.shape[:2]
+    cols = np.empty((c * kh * kw, n, oh, ow), dtype=x.dtype)
+    if cols.size:
+        parallel_for(_im2col_rows.for_dtype(x.dtype), c * kh * kw, x, cols, kh, kw, sh, sw, ph, pw, dh, dw,
+                     x.dtype.type(fill), threads=_threads(cols.size))
+    return cols
+
+
+def col2im_numba(cols, input_shape, kernel_size, stride, padding, dilation):
+    """cols (C * kh * kw, N, OH, OW) -> dx of input_shape (N, C, H, W): the adjoint of im2col."""
+    _check("col2im", cols, 4)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
+    dx = np.zeros(tuple(input_shape), dtype=cols.dtype)
+    if dx.size and cols.size:
+        parallel_for(_col2im_planes.for_dtype(cols.dtype), dx.shape[0] * dx.shape[1], cols, dx, kh, kw, sh, sw,
+                     ph, pw, dh, dw, threads=_threads(cols.size))
+    return dx
