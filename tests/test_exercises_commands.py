@@ -35,7 +35,7 @@ def test_the_solution_saved_as_the_learners_file_passes_check_for_every_exercise
         assert "NotImplementedError" not in text.split('"""', 2)[2]
         assert "Function)" not in text  # (not the library's own class, which the learner's file cannot define)
         for part in exercise.parts:
-            assert (f"class {part.name}(ops.{part.reference.__name__})" if part.is_op
+            assert (f"class {part.name}({part.base})" if part.is_op
                     else f"def {part.name}(") in text
         # and where the code lives in the library, with a line number
         assert re.search(r"# minigrad's own: minigrad/[\w/]+\.py line \d+", text), exercise.name
