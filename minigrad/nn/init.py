@@ -9,7 +9,7 @@ from ..random import generator
 
 
 def _fill(tensor, values, by):
-    tensor.data[...] = values
+    tensor.numpy()[...] = values
     tensor._bump(by)
     return tensor
 
