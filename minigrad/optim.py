@@ -81,7 +81,7 @@ class Optimizer:
         """Forget every parameter's gradient (`p.grad = None`); the next backward starts afresh."""
         for group in self.param_groups:
             for p in group["params"]:
-                p.grad = None
+                p._grad = None  # (p.grad = None, without the property's call)
 
     def step(self):
         """Update every parameter that has a gradient. Subclasses implement this."""

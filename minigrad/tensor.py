@@ -126,12 +126,12 @@ class Tensor(TensorMath, TensorShape):
 
     @grad.setter
     def grad(self, value):
-        """`p.grad = None`, or a Tensor (kept as it is) or a numpy array (wrapped), shaped like p. (Its
-        dtype may differ from p's: the optimizers compute in p's dtype. Its shape is not checked here,
-        so that the exercises' checker can name an input whose gradient came out wrongly shaped.)"""
-        if value is not None:
-            if not isinstance(value, Tensor):
-                value = Tensor._from_op(np.asarray(value), False)
+        """`p.grad = None`, or a Tensor (kept as it is: backward adds into it) or a numpy array (copied
+        into a Tensor), shaped like p. (Its dtype may differ from p's: the optimizers compute in p's
+        dtype. Its shape is not checked here, so that the exercises' checker can name an input whose
+        gradient came out wrongly shaped.)"""
+        if value is not None and not isinstance(value, Tensor):
+            value = Tensor._from_op(np.array(value), False)
         self._grad = value
 
     shape = property(lambda self: self._data.shape)

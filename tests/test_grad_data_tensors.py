@@ -59,9 +59,12 @@ def test_grad_can_be_set_to_none_a_tensor_or_an_array():
     assert p.grad is start
     np.testing.assert_array_equal(start.numpy(), 1 + 2 * p.numpy() * [1.0, 2.0, 3.0])
 
-    p.grad = np.full((2, 3), 0.5)  # a numpy array becomes a Tensor
-    assert isinstance(p.grad, mg.Tensor)
-    np.testing.assert_array_equal(p.grad.numpy(), np.full((2, 3), 0.5))
+    given = np.full((2, 3), 0.5)
+    p.grad = given  # a numpy array becomes a Tensor, of a copy: backward adds into it, not into `given`
+    assert isinstance(p.grad, mg.Tensor) and not np.shares_memory(p.grad.numpy(), given)
+    loss_of(p).backward()
+    np.testing.assert_array_equal(given, np.full((2, 3), 0.5))
+    np.testing.assert_array_equal(p.grad.numpy(), 0.5 + 2 * p.numpy() * [1.0, 2.0, 3.0])
 
 
 def test_zero_grad_and_in_place_zero_of_the_grad():
