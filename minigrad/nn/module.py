@@ -136,7 +136,7 @@ class Module:
 
     def zero_grad(self):
         for p in self.parameters():
-            p.grad = None
+            p._grad = None  # (p.grad = None, without the property's call)
 
     def to(self, *args, dtype=None, device=None, non_blocking=False):
         """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
