@@ -173,7 +173,8 @@ def gradcheck(fn, inputs=(), *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=
     if out.requires_grad:
         out.backward(v)
     analytic = [
-        np.zeros(inputs[i].shape) if inputs[i].grad is None else np.array(inputs[i].grad, dtype=np.float64) for i in checked
+        np.zeros(inputs[i].shape) if inputs[i].grad is None else np.array(inputs[i].grad, dtype=np.float64)
+        for i in checked
     ]
     for i, g in zip(checked, saved_grads):
         inputs[i].grad = g
