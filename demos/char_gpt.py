@@ -350,7 +350,7 @@ def train(args, given=frozenset()):
     sample = run.model.generate(minigrad.tensor(np.array([run.data.encode(start_char)])), args.sample_chars,
                                 temperature=0.8)
     print("-" * 60)
-    print(run.data.decode(sample.data[0].tolist()))
+    print(run.data.decode(sample.numpy()[0].tolist()))
     print("-" * 60)
     steps = run.step - first_step
     seconds = bar.active_seconds()

@@ -60,7 +60,7 @@ def make_batch(rng, batch_size, seq_len, vocab, task):
 
 def exact_match(model, src, tgt):
     """Fraction of sequences that greedy decoding reproduces in full."""
-    out = model.greedy_decode(minigrad.tensor(src), max_len=tgt.shape[1], start_id=START).data
+    out = model.greedy_decode(minigrad.tensor(src), max_len=tgt.shape[1], start_id=START).numpy()
     return float(np.mean(np.all(out[:, : tgt.shape[1]] == tgt, axis=1))), out
 
 

@@ -78,7 +78,7 @@ def scaling(d_k=1024, keys=64, queries=256, seed=0):
         (weights * upstream).sum().backward()
         w = weights.numpy()
         entropy = float(-(w * np.log(np.where(w > 0, w, 1.0))).sum(-1).mean())
-        grad = float(np.median(np.linalg.norm(logits.grad, axis=-1)))
+        grad = float(np.median(np.linalg.norm(logits.grad.numpy(), axis=-1)))
         result[name] = {"entropy": entropy, "max_weight": float(w.max(-1).mean()), "grad": grad}
         print(f"  {name:<22} {entropy:>9.3f} {w.max(-1).mean():>11.3f} {grad:>14.2e}")
     ratio = result["scaled by 1/sqrt(d_k)"]["grad"] / result["unscaled"]["grad"]
@@ -148,13 +148,13 @@ def masks(n=6, d_k=8, seed=0):
     w2 = s2.softmax(axis=-1, mask=minigrad.tensor(allowed))
     (w2 * upstream).sum().backward()
     same_weights = w1.numpy().tobytes() == w2.numpy().tobytes()
-    same_grads = s1.grad.tobytes() == s2.grad.tobytes()
+    same_grads = s1.grad.numpy().tobytes() == s2.grad.numpy().tobytes()
     print(f"  weights identical to the last bit: {same_weights}; masked weights all 0: "
           f"{bool((w1.numpy()[~allowed] == 0).all())}")
     print(f"  gradients of the scores identical to the last bit: {same_grads}; masked entries get 0: "
-          f"{bool((s1.grad[~allowed] == 0).all())}")
+          f"{bool((s1.grad.numpy()[~allowed] == 0).all())}")
     return {"same_weights": same_weights, "same_grads": same_grads,
-            "masked_zero": bool((w1.numpy()[~allowed] == 0).all() and (s1.grad[~allowed] == 0).all())}
+            "masked_zero": bool((w1.numpy()[~allowed] == 0).all() and (s1.grad.numpy()[~allowed] == 0).all())}
 
 
 # ====================================================================== Q9
@@ -219,7 +219,7 @@ def residuals(depths=(2, 6, 12, 24), width=64, tokens=32, seed=0):
             out = stack(x)
             projection = np.random.default_rng(seed).standard_normal(out.shape).astype(np.float32)
             (out * minigrad.tensor(projection)).sum().backward()
-            row.append(float(np.linalg.norm(stack.layers[0].weight.grad)))
+            row.append(float(np.linalg.norm(stack.layers[0].weight.grad.numpy())))
         norms[kind] = row
         print(f"  {kind:<18}" + "".join(f"{g:>11.2e}" for g in row))
     print("  without a residual path nor a norm, every sublayer multiplies the gradient by less than 1 and the\n"

@@ -145,9 +145,9 @@ class Function:
             ctx.call_site = _user_call_site()
         if anomaly:  # (the check below names the op and the line; numpy's own warning would only point into ops.py)
             with np.errstate(all="ignore"):
-                data = cls.forward(ctx, *[t.data for t in inputs], **params)
+                data = cls.forward(ctx, *[t._data for t in inputs], **params)
         else:
-            data = cls.forward(ctx, *[t.data for t in inputs], **params)
+            data = cls.forward(ctx, *[t._data for t in inputs], **params)
         if isinstance(data, tuple):
             return _several_outputs(ctx, inputs, data)
         if anomaly:
@@ -177,7 +177,7 @@ def _output_tensor(Tensor, data, inputs, requires_grad):
     out = Tensor._from_op(data, requires_grad)
     if data.base is not None:  # a view (reshape, transpose, slice): share the version count
         for t in inputs:
-            if np.may_share_memory(data, t.data):
+            if np.may_share_memory(data, t._data):
                 out._base = _root(t)
                 break
     return out
@@ -194,7 +194,7 @@ def _several_outputs(ctx, inputs, arrays):
         ctx.versions = tuple([_root(t)._version for t in inputs])
         ctx.output_version = tuple([_root(o)._version for o in outs])
         ctx.outputs = tuple([weakref.ref(o) for o in outs])  # (weak: an unused output may be freed)
-        ctx.output_shapes = [(o.data.shape, o.data.dtype) for o in outs]
+        ctx.output_shapes = [(o._data.shape, o._data.dtype) for o in outs]
         for o in outs:
             o._ctx = ctx
     return outs
@@ -288,7 +288,8 @@ def _check_versions(ctx, output):
       the backward would compute with the new values;
     - an input was changed by an in-place op recorded in the graph after this op used it: its
       history is now that op's, and the gradient would flow into the wrong history.
-    Writing into `.data` with numpy directly bypasses the count and is not seen."""
+    A change through `.data` (or into the array of `.numpy()`) is not counted, as in PyTorch: it
+    is not seen."""
     for t, version in zip(ctx.inputs, ctx.versions):
         if (t if t._base is None else t._base)._version != version:
             break
@@ -319,7 +320,7 @@ def _refuse_changed(ctx, output):
     if _root(output)._version != output_version:
         changed.append(("its output", output, output_version))
     for what, t, version in changed:
-        if any(isinstance(s, np.ndarray) and np.may_share_memory(s, t.data) for s in ctx.saved_tensors):
+        if any(isinstance(s, np.ndarray) and np.may_share_memory(s, t._data) for s in ctx.saved_tensors):
             by = getattr(_root(t), "_changed_by", None) or "an in-place update"
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an inplace "
@@ -395,7 +396,7 @@ def _walk(roots, root_grads, retain_graph, keep):
         g = grads.pop(id(node), None)
         keep(node, g, id(node) in owned)
         ctx = node._ctx
-        if ctx is not None and not retain_graph and node.data.size <= DRAWN_SIZE:
+        if ctx is not None and not retain_graph and node._data.size <= DRAWN_SIZE:
             _keep_small(ctx, node, g)
         output_grads = None if ctx is None else _gather_output_grads(waiting, ctx, node, g)
         if output_grads is None:
@@ -426,14 +427,14 @@ def _keep_links(ctx):
         made_by = t._ctx
         up = None if made_by is None else (made_by.fn.__name__, made_by.__dict__.setdefault("links", []),
                                            made_by.__dict__.setdefault("small", {}))
-        links.append((up, weakref.ref(t), t.data.shape, t.data.dtype))
+        links.append((up, weakref.ref(t), t._data.shape, t._data.dtype))
 
 
 def _keep_small(ctx, node, g):
     """A tiny output of ctx (a micrograd-sized example): keep copies of its value and of the
     gradient that reached it, by shape, so that a picture drawn after backward can show both
     (as micrograd draws every node), with no graph and no large array kept alive."""
-    ctx.__dict__.setdefault("small", {})[node.data.shape] = (node.data.copy(), None if g is None else np.array(g))
+    ctx.__dict__.setdefault("small", {})[node._data.shape] = (node._data.copy(), None if g is None else np.array(g))
 
 
 def _root_grad(root, grad, op="backward"):
@@ -444,14 +445,14 @@ def _root_grad(root, grad, op="backward"):
             "(were its inputs created with requires_grad=True, outside no_grad()?)"
         )
     if grad is None:
-        if root.data.size != 1:
+        if root._data.size != 1:
             raise RuntimeError(
                 f"{op}: grad can be implied only for a scalar output, but the output has shape "
                 f"{root.shape}; pass grad= of that shape, or reduce it first (e.g. loss.sum())"
             )
-        grad = np.ones_like(root.data)
+        grad = np.ones_like(root._data)
     else:
-        grad = np.asarray(getattr(grad, "data", grad), dtype=root.dtype)
+        grad = np.asarray(grad, dtype=root.dtype)
         if grad.shape != root.shape:
             raise ValueError(f"{op}: grad has shape {grad.shape}, expected the output's shape {root.shape}")
     if root._ctx is not None and root._ctx.inputs is None:
@@ -461,14 +462,20 @@ def _root_grad(root, grad, op="backward"):
 
 def _store_grad(node, g, owned):
     """Keep g in `node.grad` if node is a leaf or called retain_grad(): set it, or add to what an
-    earlier backward left there. `owned`: g was allocated by this walk, so .grad may keep it as
-    is; otherwise it may be shared (Add's backward returns g twice) and .grad gets a copy."""
+    earlier backward left there, in place (the same Tensor object, its array updated). `owned`: g
+    was allocated by this walk, so .grad may keep it as is; otherwise it may be shared (Add's
+    backward returns g twice) and .grad gets a copy."""
     if g is None or not (node._ctx is None or node._retains_grad):
         return
-    if node.grad is not None:
-        node.grad = node.grad + g
-    else:
-        node.grad = g if owned else g.copy()
+    if not isinstance(g, np.ndarray):  # (0-d arithmetic gives numpy scalars; a Tensor holds an array)
+        g, owned = np.asarray(g), True
+    grad = node._grad
+    if grad is None:
+        node._grad = node._from_op(g if owned else g.copy(), False)
+    elif grad._data.flags.writeable:
+        grad._data += g
+    else:  # (a read-only array was assigned to .grad: the sum goes to new memory)
+        grad._data = grad._data + g
 
 
 def _call_backward(ctx, output_grads):
@@ -500,7 +507,7 @@ def _accumulate(grads, owned, parent, pg, ctx, i):
     key = id(parent)
     if isinstance(pg, SliceGrad):
         if key not in grads:
-            grads[key] = pg.dense(parent.data)
+            grads[key] = pg.dense(parent._data)
         else:
             if key not in owned:
                 grads[key] = grads[key].astype(parent.dtype, copy=True)
@@ -509,10 +516,10 @@ def _accumulate(grads, owned, parent, pg, ctx, i):
         return
     if not isinstance(pg, np.ndarray):
         pg = np.asarray(pg)
-    if pg.shape != parent.data.shape:
-        pg = unbroadcast(pg, parent.data.shape, f"{ctx.name}.backward: gradient for input {i}")
-    if pg.dtype != parent.data.dtype:
-        pg = pg.astype(parent.data.dtype)
+    if pg.shape != parent._data.shape:
+        pg = unbroadcast(pg, parent._data.shape, f"{ctx.name}.backward: gradient for input {i}")
+    if pg.dtype != parent._data.dtype:
+        pg = pg.astype(parent._data.dtype)
     if key not in grads:
         grads[key] = pg
     elif key in owned:

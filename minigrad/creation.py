@@ -97,7 +97,7 @@ def _spread_and_mean(op, spread, x, dim, unbiased, keepdim, correction, ddof, ax
 
 def where(condition, a, b):
     """Elementwise `a` where `condition` is True, else `b` (all three broadcast)."""
-    condition = np.asarray(getattr(condition, "data", condition), dtype=bool)
+    condition = np.asarray(condition, dtype=bool)
     a, b = _operands(a, b, "where")
     return ops.Where.apply(a, b, condition=condition)
 
@@ -112,7 +112,7 @@ def dropout(x, p=0.5, training=True, *, generator=None):
 
 def embedding(ids, weight):
     """Rows of `weight` (num_embeddings, dim) for integer `ids` of any shape: (*ids.shape, dim)."""
-    ids = np.asarray(getattr(ids, "data", ids))
+    ids = np.asarray(ids)
     return ops.Embedding.apply(weight, ids=ids)
 
 
@@ -144,18 +144,18 @@ def full(shape, value, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
 
 def zeros_like(t, dtype=None, requires_grad=False, device=None):
     check_device(device, "zeros_like")
-    return Tensor(np.zeros_like(getattr(t, "data", t), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.zeros_like(np.asarray(t), dtype=dtype), requires_grad=requires_grad)
 
 
 def ones_like(t, dtype=None, requires_grad=False, device=None):
     check_device(device, "ones_like")
-    return Tensor(np.ones_like(getattr(t, "data", t), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.ones_like(np.asarray(t), dtype=dtype), requires_grad=requires_grad)
 
 
 def full_like(t, fill_value, dtype=None, requires_grad=False, device=None):
     """A tensor of t's shape (and dtype, unless given) filled with `fill_value`."""
     check_device(device, "full_like")
-    return Tensor(np.full_like(getattr(t, "data", t), fill_value, dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.full_like(np.asarray(t), fill_value, dtype=dtype), requires_grad=requires_grad)
 
 
 def eye(n, m=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):

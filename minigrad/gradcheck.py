@@ -176,7 +176,8 @@ def gradcheck(fn, inputs=(), *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=
     if out.requires_grad:
         out.backward(v)
     analytic = [
-        np.zeros(inputs[i].shape) if inputs[i].grad is None else inputs[i].grad.astype(np.float64) for i in checked
+        np.zeros(inputs[i].shape) if inputs[i].grad is None else np.array(inputs[i].grad, dtype=np.float64)
+        for i in checked
     ]
     for i, g in zip(checked, saved_grads):
         inputs[i].grad = g
@@ -184,11 +185,11 @@ def gradcheck(fn, inputs=(), *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=
     # numeric: nudge one element at a time, both ways
     def projected():
         with no_grad():
-            return float(np.sum(np.asarray(fn(*inputs).data, dtype=np.float64) * v))
+            return float(np.sum(np.asarray(fn(*inputs).numpy(), dtype=np.float64) * v))
 
     reports = []
     for i, a in zip(checked, analytic):
-        x = inputs[i].data
+        x = inputs[i].numpy()  # (nudged in place)
         numeric = np.full(x.shape, np.nan)
         for index in _elements(x.shape, max_elements, rng):
             original = x[index]

@@ -178,7 +178,7 @@ def check_op(call, *, eps=1e-6, atol=1e-5, rtol=1e-3, max_elements=128, rng=None
                         f"got {type(call).__name__}")
     rng = np.random.default_rng(0) if rng is None else rng
     ctx = call.ctx
-    arrays = [_float64(t.data) for t in ctx.inputs]
+    arrays = [_float64(t.numpy()) for t in ctx.inputs]
     input_shapes = [a.shape for a in arrays]
     replay = _Replay(call)
     fresh, outs = replay.forward(arrays)

@@ -13,7 +13,8 @@
 Notation in the update-rule comments: θ is a parameter, g its gradient, lr the learning rate,
 λ the weight decay, t the step number (1, 2, ...).
 
-An update changes `p.data` in place (numpy's `out=` and `-=`, or Adam's kernel), so a model that
+An update changes the parameter's array in place (`p.numpy()`, with numpy's `out=` and `-=`, or
+Adam's kernel; `p.grad.numpy()` is the gradient's array), so a model that
 holds the parameter sees the new values, and it counts the change (`p._bump()`), so autograd
 can tell that a tensor saved for a backward pass was changed afterwards. The arithmetic runs in
 the parameter's dtype: a float32 model stays float32, and so do the optimizer's buffers.
@@ -80,7 +81,7 @@ class Optimizer:
         """Forget every parameter's gradient (`p.grad = None`); the next backward starts afresh."""
         for group in self.param_groups:
             for p in group["params"]:
-                p.grad = None
+                p._grad = None  # (p.grad = None, without the property's call)
 
     def step(self):
         """Update every parameter that has a gradient. Subclasses implement this."""
@@ -88,10 +89,10 @@ class Optimizer:
 
     def _work_array(self, p):
         """A scratch array shaped and typed like `p`, shared by parameters of the same shape."""
-        key = (p.data.shape, p.data.dtype)
+        key = (p.shape, p.dtype)
         buf = self._scratch.get(key)
         if buf is None:
-            buf = self._scratch[key] = np.empty_like(p.data)
+            buf = self._scratch[key] = np.empty_like(p.numpy())
         return buf
 
     # ------------------------------------------------------------------ saving and restoring
@@ -205,9 +206,9 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad
+                theta, g = p.numpy(), p.grad.numpy()
                 if wd != 0:
-                    g = g + wd * p.data                              # g ← g + λθ   (a new array: p.grad stays)
+                    g = g + wd * theta                               # g ← g + λθ   (a new array: p.grad stays)
                 if mu != 0:
                     state = self.state.setdefault(p, {})
                     b = state.get("momentum_buffer")
@@ -222,7 +223,7 @@ class SGD(Optimizer):
                     g = g + mu * b if group["nesterov"] else b      # g ← g + μb  or  g ← b
                 work = self._work_array(p)
                 np.multiply(g, lr, out=work)                        # θ ← θ − lr·g
-                p.data -= work
+                theta -= work
                 p._bump("SGD.step")
 
 
@@ -256,16 +257,17 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                theta = p.numpy()
                 state = self.state.get(p)
                 if state is None:
-                    state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(p.data),
-                                             "exp_avg_sq": np.zeros_like(p.data)}
+                    state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(theta),
+                                             "exp_avg_sq": np.zeros_like(theta)}
                 state["step"] += 1
                 # in place, in one pass over memory (numba) or in numpy (see kernels/adam.py):
                 #   g ← g + λθ  (Adam)  or  θ ← θ − lr·λ·θ  (AdamW)
                 #   m ← β1·m + (1 − β1)·g,  v ← β2·v + (1 − β2)·g²
                 #   θ ← θ − lr·m̂ / (√v̂ + eps)   with m̂ = m / (1 − β1^t), v̂ = v / (1 − β2^t)
-                kernels.adam_update(p.data, p.grad, state["exp_avg"], state["exp_avg_sq"],
+                kernels.adam_update(theta, p.grad.numpy(), state["exp_avg"], state["exp_avg_sq"],
                                     lr, beta1, beta2, eps, wd, self._decoupled, state["step"])
                 p._bump(self._step_name)
 
@@ -314,10 +316,12 @@ class RMSprop(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad if wd == 0 else p.grad + wd * p.data          # g ← g + λθ
+                theta, g = p.numpy(), p.grad.numpy()
+                if wd != 0:
+                    g = g + wd * theta                                    # g ← g + λθ
                 state = self.state.get(p)
                 if state is None:
-                    state = self.state[p] = {"step": 0, "square_avg": np.zeros_like(p.data)}
+                    state = self.state[p] = {"step": 0, "square_avg": np.zeros_like(theta)}
                 state["step"] += 1
                 v = state["square_avg"]
                 v *= alpha                                                # v ← αv + (1 − α)g²
@@ -325,7 +329,7 @@ class RMSprop(Optimizer):
                 if group["centered"]:
                     m = state.get("grad_avg")
                     if m is None:
-                        m = state["grad_avg"] = np.zeros_like(p.data)
+                        m = state["grad_avg"] = np.zeros_like(theta)
                     m *= alpha                                            # m ← αm + (1 − α)g
                     m += (1 - alpha) * g
                     d = np.sqrt(v - m * m) + eps                          # d = √(v − m²) + eps
@@ -334,12 +338,12 @@ class RMSprop(Optimizer):
                 if mu > 0:
                     b = state.get("momentum_buffer")
                     if b is None:
-                        b = state["momentum_buffer"] = np.zeros_like(p.data)
+                        b = state["momentum_buffer"] = np.zeros_like(theta)
                     b *= mu                                               # b ← μb + g/d
                     b += g / d
-                    p.data -= lr * b                                      # θ ← θ − lr·b
+                    theta -= lr * b                                       # θ ← θ − lr·b
                 else:
-                    p.data -= lr * g / d                                  # θ ← θ − lr·g/d
+                    theta -= lr * g / d                                   # θ ← θ − lr·g/d
                 p._bump("RMSprop.step")
 
 
@@ -359,7 +363,7 @@ def clip_grad_norm_(parameters, max_norm):
     """
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    grads = list({id(p): p.grad for p in parameters if p.grad is not None}.values())
+    grads = list({id(p): p.grad.numpy() for p in parameters if p.grad is not None}.values())  # the arrays
     total_sq = 0.0
     for g in grads:
         total_sq += kernels.sum_squares(g.ravel())  # Σ g², in float64

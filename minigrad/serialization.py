@@ -66,7 +66,7 @@ def _encode(obj, arrays, where, depth=0):
         return {"type": "str", "value": obj}
     if isinstance(obj, (Tensor, np.ndarray, np.generic)):
         is_scalar = isinstance(obj, np.generic)
-        array = np.asarray(obj.data if isinstance(obj, Tensor) else obj)
+        array = np.asarray(obj.numpy() if isinstance(obj, Tensor) else obj)
         if array.dtype.hasobject:
             raise TypeError(f"save: {where} is an array of Python objects (dtype object), which needs pickle; "
                             "convert it to a numeric array or a list")

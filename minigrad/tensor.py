@@ -3,7 +3,11 @@
     x = minigrad.tensor([[1.0, 2.0]], requires_grad=True)
     y = (x * x).sum()
     y.backward()
-    x.grad            # array([[2., 4.]], dtype=float32)
+    x.grad            # tensor([[2., 4.]], shape=(1, 2), dtype=float32), a Tensor as in PyTorch
+    x.data            # a Tensor of x's values (the same memory), outside the graph
+    x.numpy()         # the numpy array itself
+
+The array lives in `_data`; library code reads it there (or with `.numpy()`), with no Tensor made.
 
 Every method that computes something calls an op from `ops.py` through `Function.apply`. This
 file holds the class itself (attributes, autograd, in-place updates, dtype and device, the operators and the
@@ -26,7 +30,7 @@ DEFAULT_FLOAT = np.float32
 def _to_array(data, dtype=None):
     """numpy arrays keep their dtype; Python floats (and lists of them) become float32."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     if isinstance(data, (np.ndarray, np.generic)):
         return np.array(data, dtype=dtype)
     arr = np.array(data, dtype=dtype)
@@ -36,8 +40,10 @@ def _to_array(data, dtype=None):
 
 
 class Tensor(TensorMath, TensorShape):
-    """An n-dimensional array of numbers (`.data`, a numpy array), with the gradient that backward
-    leaves in `.grad` and, for the output of an op, the record of that op (`grad_fn`).
+    """An n-dimensional array of numbers (a numpy array: `.numpy()`), with the gradient that backward
+    leaves in `.grad` (a Tensor that does not require grad) and, for the output of an op, the record
+    of that op (`grad_fn`). `.data` is a Tensor of the same values in the same memory, outside the
+    graph, as in PyTorch.
 
     dtypes, as in PyTorch:
     - Python floats become float32 (the default float dtype); numpy arrays keep their dtype.
@@ -60,13 +66,13 @@ class Tensor(TensorMath, TensorShape):
     `TensorShape` (tensor_shape.py).
     """
 
-    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_version", "_base", "_retains_grad", "_changed_by",
+    __slots__ = ("_data", "_grad", "_requires_grad", "_ctx", "_version", "_base", "_retains_grad", "_changed_by",
                  "__weakref__", "__dict__")
     __array_priority__ = 1000  # numpy_array * tensor calls Tensor.__rmul__
 
     def __init__(self, data, dtype=None, requires_grad=False):
-        self.data = _to_array(data, dtype)
-        self.grad = None
+        self._data = _to_array(data, dtype)
+        self._grad = None
         self._ctx = None
         self._version = 0  # counts in-place changes (see autograd._check_versions)
         self._base = None  # the tensor whose memory this one views, if any: they share one version count
@@ -77,7 +83,7 @@ class Tensor(TensorMath, TensorShape):
     @classmethod
     def _from_op(cls, data, requires_grad):
         t = object.__new__(Tensor)
-        t.data, t.grad, t._ctx, t._version, t._base, t._retains_grad = data, None, None, 0, None, False
+        t._data, t._grad, t._ctx, t._version, t._base, t._retains_grad = data, None, None, 0, None, False
         t._requires_grad = requires_grad
         return t
 
@@ -88,72 +94,120 @@ class Tensor(TensorMath, TensorShape):
 
     @requires_grad.setter
     def requires_grad(self, value):
-        if value and self.data.dtype.kind not in "fc":
+        if value and self._data.dtype.kind not in "fc":
             raise TypeError(
-                f"requires_grad: only floating-point tensors can require grad, this one is {self.data.dtype} "
+                f"requires_grad: only floating-point tensors can require grad, this one is {self._data.dtype} "
                 "(integer tensors hold indices, which have no gradient)"
             )
         self._requires_grad = bool(value)
 
-    shape = property(lambda self: self.data.shape)
-    ndim = property(lambda self: self.data.ndim)
-    dtype = property(lambda self: self.data.dtype)
-    size = property(lambda self: Size(self.data.size, self.data.shape),
+    @property
+    def data(self):
+        """The values as a Tensor outside the graph (no grad_fn, requires_grad False), sharing this
+        tensor's memory: in-place ops on it (`p.data += step`, `p.data.mul_(0.5)`, `p.data[0] = 1`,
+        `p.data.copy_(src)`) write into this tensor, are not recorded by autograd and do not count
+        as a change of this tensor's version (PyTorch's rules)."""
+        return Tensor._from_op(self._data, False)
+
+    @data.setter
+    def data(self, value):
+        """`p.data = t` makes p hold t's values (its memory; t's shape and dtype, as PyTorch allows),
+        without autograd seeing it. `p.data += x` ends by assigning back the view it wrote into:
+        nothing to do then."""
+        array = value._data if isinstance(value, Tensor) else value
+        if array is self._data:
+            return
+        if not isinstance(array, np.ndarray):
+            array = _to_array(array)
+        if self._requires_grad and array.dtype.kind not in "fc":
+            raise TypeError(f"data: a tensor that requires grad must hold floating-point values, got {array.dtype}")
+        self._data = array
+
+    @property
+    def grad(self):
+        """The gradient that backward left (a Tensor that does not require grad), or None. Backward
+        adds into it; `optimizer.zero_grad()` sets it back to None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        """`p.grad = None`, or a Tensor (kept as it is: backward adds into it) or a numpy array (copied
+        into a Tensor), shaped like p. (Its dtype may differ from p's: the optimizers compute in p's
+        dtype. Its shape is not checked here, so that the exercises' checker can name an input whose
+        gradient came out wrongly shaped.)"""
+        if value is not None and not isinstance(value, Tensor):
+            value = Tensor._from_op(np.array(value), False)
+        self._grad = value
+
+    shape = property(lambda self: self._data.shape)
+    ndim = property(lambda self: self._data.ndim)
+    dtype = property(lambda self: self._data.dtype)
+    size = property(lambda self: Size(self._data.size, self._data.shape),
                     doc="The number of elements, an int (numpy's x.size); x.size() is the shape, x.size(d) "
                         "its length along d (PyTorch's)")
     is_leaf = property(lambda self: self._ctx is None)
     grad_fn = property(lambda self: None if self._ctx is None else self._ctx.fn.__name__)
 
     def __len__(self):
-        return len(self.data)
+        return len(self._data)
 
     def numel(self):
         """The number of elements."""
-        return self.data.size
+        return self._data.size
 
     def dim(self):
         """The number of dims (x.ndim)."""
-        return self.data.ndim
+        return self._data.ndim
 
     def numpy(self):
         """The underlying numpy array (shared, not copied)."""
-        return self.data
+        return self._data
 
     def item(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"item: only a tensor with one element converts to a Python number, shape is {self.shape}")
-        return self.data.item()
+        return self._data.item()
 
     def __float__(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"float(): only a tensor with one element converts to a Python float, shape is "
                              f"{self.shape}")
-        return float(self.data.item())
+        return float(self._data.item())
 
     def __int__(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"int(): only a tensor with one element converts to a Python int, shape is {self.shape}")
-        return int(self.data.item())
+        return int(self._data.item())
 
     def tolist(self):
-        return self.data.tolist()
+        return self._data.tolist()
 
     def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
+        return self._data if dtype is None else self._data.astype(dtype)
 
     def __repr__(self):
-        body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4)
+        body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=4)
         extra = f", grad_fn={self.grad_fn}" if self._ctx is not None else (
             ", requires_grad=True" if self.requires_grad else "")
         return f"tensor({body}, shape={self.shape}, dtype={self.dtype}{extra})"
+
+    def __format__(self, spec):
+        """f"{t:.4f}": a one-element tensor formats as its number, as in PyTorch; a larger one only
+        with an empty spec (f"{t}", as str(t))."""
+        if self._data.size == 1:
+            return format(self._data.item(), spec)
+        if spec:
+            raise TypeError(f"format: the spec {spec!r} formats one number, but this tensor has shape {self.shape} "
+                            f"({self._data.size} numbers); format t.item() of a one-element tensor, or each element")
+        return str(self)
 
     def __hash__(self):
         return id(self)
 
     def __bool__(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
-        return bool(self.data)
+        return bool(self._data)
 
     # ------------------------------------------------------------------ autograd
     def backward(self, grad=None, retain_graph=False):
@@ -162,7 +216,7 @@ class Tensor(TensorMath, TensorShape):
 
     def detach(self):
         """The same values (shared memory), cut from the graph."""
-        t = Tensor._from_op(self.data, False)
+        t = Tensor._from_op(self._data, False)
         t._base = self if self._base is None else self._base
         return t
 
@@ -188,7 +242,7 @@ class Tensor(TensorMath, TensorShape):
     def _bump(self, by="an in-place update"):
         """Count one in-place change of this tensor's values, and what made it. The count lives on
         the tensor that owns the memory, so a view and its base see each other's changes. Optimizer
-        steps, weight init and load_state_dict call this after writing `.data`."""
+        steps, weight init and load_state_dict call this after writing the array."""
         root = self if self._base is None else self._base
         root._version += 1
         root._changed_by = by
@@ -222,7 +276,7 @@ class Tensor(TensorMath, TensorShape):
         if self._ctx is not None and self._ctx.outputs is not None:
             raise RuntimeError(f"{op}: this tensor is one of several outputs of {self._ctx.name}; it cannot be "
                                "changed in place inside the graph. Use the out-of-place form, or clone() it first")
-        previous = Tensor._from_op(self.data, self._requires_grad)
+        previous = Tensor._from_op(self._data, self._requires_grad)
         previous._ctx, previous._base = self._ctx, self
         new = compute(Clone.apply(previous), *operands)  # (what the op saves: a copy the write cannot reach)
         self._write(op, new)
@@ -236,13 +290,13 @@ class Tensor(TensorMath, TensorShape):
         if new.shape != self.shape:
             raise ValueError(f"{op}: the result has shape {new.shape}, but this tensor has shape {self.shape}; an "
                              "in-place op cannot change a tensor's shape")
-        if new.dtype != self.dtype:
+        if new.dtype != self.dtype and not (new.dtype.kind in "biu" and self.dtype.kind in "iu"):
             raise TypeError(f"{op}: the result is {new.dtype}, but this tensor is {self.dtype}; an in-place op "
                             f"keeps the tensor's dtype (convert first: x = x.to({str(new.dtype)!r}))")
-        if not self.data.flags.writeable:
+        if not self._data.flags.writeable:
             raise RuntimeError(f"{op}: this tensor's memory is read-only (an expand() or broadcast_to() view, "
                                "where many elements share one number); clone() it first")
-        self.data[...] = new.data
+        self._data[...] = new._data  # (an integer result is cast to this integer dtype, as PyTorch does)
 
     def add_(self, other, alpha=1):
         """self += alpha * other"""
@@ -275,7 +329,7 @@ class Tensor(TensorMath, TensorShape):
     def assign(self, values):
         """Replace the values in place, with values of the same shape: `p.assign(new)` (copy_ also
         broadcasts, and is differentiable in `src`)."""
-        values = np.asarray(getattr(values, "data", values))
+        values = np.asarray(values)
         if values.shape != self.shape:
             raise ValueError(f"assign: got shape {values.shape}, expected {self.shape}")
         return self._update("assign", Copy.apply, values)
@@ -335,7 +389,7 @@ class Tensor(TensorMath, TensorShape):
         return self.to(np.float64)
 
     def long(self):
-        return Tensor(self.data.astype(np.int64))
+        return Tensor(self._data.astype(np.int64))
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):
@@ -433,7 +487,7 @@ class Tensor(TensorMath, TensorShape):
     # comparisons give bool tensors, outside the graph (they have no gradient)
     def _compare(self, other, fn):
         a, b = _operands(self, other, fn.__name__)
-        return Tensor._from_op(fn(a.data, b.data), False)
+        return Tensor._from_op(fn(a._data, b._data), False)
 
     __lt__ = lambda self, other: self._compare(other, np.less)  # noqa: E731
     __le__ = lambda self, other: self._compare(other, np.less_equal)  # noqa: E731
@@ -445,13 +499,13 @@ class Tensor(TensorMath, TensorShape):
     def __invert__(self):
         if self.dtype != np.bool_:
             raise TypeError(f"~ (logical not) needs a bool tensor, got {self.dtype}")
-        return Tensor._from_op(~self.data, False)
+        return Tensor._from_op(~self._data, False)
 
     def __and__(self, other):
-        return Tensor._from_op(self.data & np.asarray(getattr(other, "data", other)), False)
+        return Tensor._from_op(self._data & np.asarray(other), False)
 
     def __or__(self, other):
-        return Tensor._from_op(self.data | np.asarray(getattr(other, "data", other)), False)
+        return Tensor._from_op(self._data | np.asarray(other), False)
 
     # any() and all() are in tensor_math.py
 
@@ -481,12 +535,12 @@ def _operands(a, b, op):
     reasons: ops.same_float_dtype."""
     a_is, b_is = isinstance(a, Tensor), isinstance(b, Tensor)
     if a_is and b_is:
-        da, db = a.data.dtype, b.data.dtype
+        da, db = a._data.dtype, b._data.dtype
         if da == db:
             return a, b
     a = a if a_is else _constant_like(a, b)
     b = b if b_is else _constant_like(b, a)
-    da, db = a.data.dtype, b.data.dtype
+    da, db = a._data.dtype, b._data.dtype
     if da != db:
         fa, fb = da.kind == "f", db.kind == "f"
         if fa and fb:
@@ -494,9 +548,9 @@ def _operands(a, b, op):
                 return a, b  # refused there, as PyTorch's matmul does (ops.same_float_dtype)
             return (a, b.to(da)) if op.endswith("_") else tuple(_promoted([a, b]))
         if fa:
-            b = Tensor._from_op(b.data.astype(da), False)
+            b = Tensor._from_op(b._data.astype(da), False)
         elif fb:
-            a = Tensor._from_op(a.data.astype(db), False)
+            a = Tensor._from_op(a._data.astype(db), False)
     return a, b
 
 
@@ -512,14 +566,20 @@ def _promoted(tensors):
 def _meeting_number(x, number):
     """Tensor x, about to meet a Python number in an op (an exponent, a clip bound): an integer
     tensor meeting a float becomes the default float dtype, as in `_operands` (x ** 0.5 as x * 0.5)."""
-    if number is None or isinstance(number, numbers.Integral) or x.data.dtype.kind in "fc":
+    if number is None or isinstance(number, numbers.Integral) or x._data.dtype.kind in "fc":
         return x
     return x.to(DEFAULT_FLOAT)
 
 
 def _constant_like(x, other):
-    if isinstance(x, (numbers.Number, np.generic)) and isinstance(other, Tensor) and other.data.dtype.kind == "f":
-        return Tensor._from_op(np.asarray(x, dtype=other.data.dtype), False)
+    """A Python number meeting a tensor takes the tensor's dtype when it fits in its kind (PyTorch's
+    rule): a float meeting a float tensor, an int meeting an integer tensor (`counts += 1` keeps an
+    int32 tensor int32)."""
+    if isinstance(x, (numbers.Number, np.generic)) and isinstance(other, Tensor):
+        kind = other._data.dtype.kind
+        if kind == "f" or (kind in "iu" and isinstance(x, (numbers.Integral, np.integer)) and not isinstance(
+                x, (bool, np.bool_)) and np.can_cast(np.min_scalar_type(x), other._data.dtype)):
+            return Tensor._from_op(np.asarray(x, dtype=other._data.dtype), False)
     return Tensor(x)
 
 
@@ -595,7 +655,7 @@ def _index_items(index):
     """An index for `x[index]` as the tuple of numpy index items that GetItem takes: tensors
     become their arrays, lists become index arrays."""
     items = index if isinstance(index, tuple) else (index,)
-    items = tuple(x.data if isinstance(x, Tensor) else x for x in items)
+    items = tuple(x._data if isinstance(x, Tensor) else x for x in items)
     return tuple(_index_array(x) if isinstance(x, list) else x for x in items)
 
 

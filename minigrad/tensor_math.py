@@ -124,10 +124,10 @@ class TensorMath:
 
     # tests of each element: bool tensors, outside the graph (they have no gradient)
     def isnan(self):
-        return self._from_op(np.isnan(self.data), False)
+        return self._from_op(np.isnan(self._data), False)
 
     def isfinite(self):
-        return self._from_op(np.isfinite(self.data), False)
+        return self._from_op(np.isfinite(self._data), False)
 
     # ------------------------------------------------------------------ reductions
     # Each takes numpy's names axis= and keepdims=, or PyTorch's dim= and keepdim=.
@@ -215,13 +215,13 @@ class TensorMath:
         axis, keepdims = _pytorch_names("argmax", axis, keepdims, dim, keepdim)
         if axis is not None:
             _axis(axis, self.ndim, "argmax", self.shape)
-        return self._from_op(np.argmax(self.data, axis=axis, keepdims=keepdims), False)
+        return self._from_op(np.argmax(self._data, axis=axis, keepdims=keepdims), False)
 
     def argmin(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         axis, keepdims = _pytorch_names("argmin", axis, keepdims, dim, keepdim)
         if axis is not None:
             _axis(axis, self.ndim, "argmin", self.shape)
-        return self._from_op(np.argmin(self.data, axis=axis, keepdims=keepdims), False)
+        return self._from_op(np.argmin(self._data, axis=axis, keepdims=keepdims), False)
 
     def topk(self, k, dim=-1, largest=True, sorted=True, *, axis=None):
         """The k largest elements along `dim`, largest first (largest=False: the k smallest, smallest
@@ -237,7 +237,7 @@ class TensorMath:
         if not isinstance(k, numbers.Integral) or not 0 <= k <= n:
             raise ValueError(f"topk: k={k} is out of range for dim {dim} of size {n} (shape {self.shape}); "
                              f"expected 0 <= k <= {n}")
-        key = self.data
+        key = self._data
         if largest:  # sort by -x (as int64 for unsigned and bool values, which have no negative)
             key = -key if key.dtype.kind in "fi" else -key.astype(np.int64)
         order = np.argsort(key, axis=dim, kind="stable")
@@ -283,7 +283,7 @@ class TensorMath:
         if axis != self.ndim - 1:
             raise ValueError(f"softmax: scale and mask work over the last axis only, got axis {axis}")
         if mask is not None:
-            mask = np.asarray(getattr(mask, "data", mask))
+            mask = np.asarray(mask)
             if mask.dtype != np.bool_:
                 raise TypeError(f"softmax: mask must be bool (True = keep), got {mask.dtype}")
         return ops.MaskedSoftmax.apply(self, mask=mask, scale=1.0 if scale is None else float(scale))

@@ -76,7 +76,7 @@ class TensorShape:
     def contiguous(self):
         """A row-major copy (or this tensor, if it already is): after a transpose, it saves the
         ops that follow from reading scattered memory, or from copying it again each time."""
-        return self if self.data.flags.c_contiguous else ops.Contiguous.apply(self)
+        return self if self._data.flags.c_contiguous else ops.Contiguous.apply(self)
 
     def unsqueeze(self, axis=None, *, dim=None):
         if dim is not None:
@@ -146,7 +146,7 @@ class TensorShape:
 
     def masked_fill(self, mask, value):
         """A copy with `value` where `mask` (bool, broadcastable to this shape) is True."""
-        mask = np.asarray(getattr(mask, "data", mask))
+        mask = np.asarray(mask)
         return ops.MaskedFill.apply(self, mask=mask, value=value)
 
     def tril(self, k=0):
@@ -179,7 +179,7 @@ class TensorShape:
         picked along `dim` at the positions in `index`, an integer tensor with as many dims as x
         and no larger along the others. out has index's shape."""
         dim = _axis(dim, self.ndim, "gather", self.shape)
-        return ops.Gather.apply(self, index=np.asarray(getattr(index, "data", index)), dim=dim)
+        return ops.Gather.apply(self, index=np.asarray(index), dim=dim)
 
     def scatter_add(self, dim, index, src):
         """A copy of x with src[i][j] added at [index[i][j]][j] for dim=0 (and so on): the reverse of
@@ -187,4 +187,4 @@ class TensorShape:
         dim = _axis(dim, self.ndim, "scatter_add", self.shape)
         if not isinstance(src, TensorShape):  # (every Tensor is one) numbers or arrays: x's dtype
             src = np.asarray(src, dtype=self.dtype)
-        return ops.ScatterAdd.apply(self, src, index=np.asarray(getattr(index, "data", index)), dim=dim)
+        return ops.ScatterAdd.apply(self, src, index=np.asarray(index), dim=dim)

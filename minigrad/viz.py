@@ -146,7 +146,7 @@ def _label(b, name):
     t = b.tensor
     lines = [name] if name else []
     grad = None if t is None or t.grad is None else np.asarray(t.grad, dtype=np.float64)
-    data = None if t is None else t.data
+    data = None if t is None else t.numpy()
     if b.small is not None:  # what backward kept of a tiny op output
         data = b.small[0] if data is None else data
         grad = np.asarray(b.small[1], dtype=np.float64) if grad is None and b.small[1] is not None else grad

@@ -30,10 +30,10 @@ UPDATES = [
 @pytest.mark.parametrize("name, update, expected", UPDATES, ids=[u[0] for u in UPDATES])
 def test_update_changes_the_memory_in_place_and_views_see_it(name, update, expected):
     t = mg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-    memory, view = t.data, t[0]
+    memory, view = t.numpy(), t[0]
     want = np.asarray(expected(t.numpy().copy()), dtype=np.float32)
     assert update(t) is t
-    assert t.data is memory and t.dtype == np.float32
+    assert t.numpy() is memory and t.dtype == np.float32
     np.testing.assert_allclose(t.numpy(), want, rtol=1e-6)
     np.testing.assert_allclose(view.numpy(), want[0], rtol=1e-6)
     assert t._version == 1 and t.is_leaf and not t.requires_grad
@@ -250,11 +250,11 @@ def test_integer_update_stays_integer():
 
 def test_optimizers_still_update_in_place():
     w = mg.tensor([1.0, 2.0], requires_grad=True)
-    memory = w.data
+    memory = w.numpy()
     for opt in (optim.SGD([w], lr=0.1, momentum=0.9), optim.Adam([w], lr=0.1), optim.RMSprop([w], lr=0.1)):
         before = w.numpy().copy()
         (w * w).sum().backward()
         opt.step()
         opt.zero_grad()
-        assert w.data is memory and w.is_leaf and w.requires_grad
+        assert w.numpy() is memory and w.is_leaf and w.requires_grad
         assert (w.numpy() < before).all()

@@ -27,10 +27,10 @@ G = [np.array([0.5, -1.0, 2.0]), np.array([-0.3, 0.2, 0.1]), np.array([1.5, 0.0,
 # ---------------------------------------------------------------------------- SGD
 def test_sgd_plain_updates_in_place_and_bumps_version():
     p = param(P0)
-    array, version = p.data, p._version
+    array, version = p.numpy(), p._version
     run(optim.SGD([p], lr=0.1), [p], [[G[0]], [G[1]]])
     np.testing.assert_allclose(p.data, P0 - 0.1 * G[0] - 0.1 * G[1], rtol=0, atol=1e-15)
-    assert p.data is array
+    assert p.numpy() is array
     assert p._version == version + 2
 
 
@@ -158,10 +158,10 @@ def test_adam_float64_grad_on_float32_parameter():
 def test_adam_updates_a_non_contiguous_parameter_in_place():
     values = np.arange(12.0).reshape(3, 4) / 10
     p = mg.Tensor(np.asfortranarray(values), requires_grad=True)
-    array = p.data
+    array = p.numpy()
     grads = [np.full((3, 4), 0.5), np.linspace(-1, 1, 12).reshape(3, 4)]
     run(optim.AdamW([p], lr=0.01, weight_decay=0.1), [p], [[g] for g in grads])
-    assert p.data is array
+    assert p.numpy() is array
     expected = adam_reference(values, grads, 0.01, 0.9, 0.999, 1e-8, wd=0.1, decoupled=True)
     np.testing.assert_allclose(p.data, expected, rtol=0, atol=1e-14)
 
@@ -344,7 +344,7 @@ def test_state_dict_round_trip_continues_bit_identically(name):
     state = opt.state_dict()
     assert plain_data_only(state)
     assert sorted(k for g in state["param_groups"] for k in g["params"]) == [0, 1, 2]
-    copies = [param(p.data.copy(), np.float32) for p in params]
+    copies = [param(p.numpy().copy(), np.float32) for p in params]
     fresh = OPTIMIZERS[name](copies)
     fresh.load_state_dict(state)
 

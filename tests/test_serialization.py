@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def assert_same(loaded, original):
     """Equal values and equal types (arrays: same dtype and shape; Tensors come back as arrays)."""
     if isinstance(original, mg.Tensor):
-        original = original.data
+        original = original.numpy()
     if isinstance(original, np.ndarray):
         assert isinstance(loaded, np.ndarray)
         assert loaded.dtype == original.dtype and loaded.shape == original.shape
@@ -125,7 +125,7 @@ def test_optimizer_state_dict_round_trip(tmp_path):
     params[0].grad = np.full((2, 3), 0.5, dtype=np.float32)
     opt.step()
     save({"optim": opt.state_dict()}, tmp_path / "ckpt.npz")
-    fresh = optim.AdamW([mg.tensor(params[0].data.copy(), requires_grad=True)])
+    fresh = optim.AdamW([mg.tensor(params[0].numpy().copy(), requires_grad=True)])
     fresh.load_state_dict(load(tmp_path / "ckpt.npz")["optim"])
     assert fresh.param_groups[0]["betas"] == (0.8, 0.9) and fresh.param_groups[0]["lr"] == 0.01
     state = next(iter(fresh.state.values()))

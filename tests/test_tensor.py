@@ -184,12 +184,13 @@ def test_to_and_casts():
 def test_attributes():
     data = np.arange(6.0).reshape(2, 3)
     t = mg.tensor(data, requires_grad=True)
-    assert isinstance(t.data, np.ndarray)
+    assert isinstance(t.numpy(), np.ndarray)
+    assert isinstance(t.data, mg.Tensor) and not t.data.requires_grad  # as in PyTorch
     assert t.grad is None
     assert t.shape == (2, 3) and t.ndim == 2 and t.size == 6 and len(t) == 2
     assert t.dtype == np.float64
     assert t.requires_grad and t.is_leaf and t.grad_fn is None
-    assert t.numpy() is t.data
+    assert np.shares_memory(t.numpy(), t.data.numpy())
     np.testing.assert_array_equal(np.asarray(t), data)
     assert np.asarray(t, dtype=np.float32).dtype == np.float32
     assert t.tolist() == data.tolist()

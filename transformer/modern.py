@@ -120,7 +120,7 @@ class LayerCache:
         return self.k, self.v
 
     def nbytes(self):
-        return 0 if self.k is None else self.k.data.nbytes + self.v.data.nbytes
+        return 0 if self.k is None else self.k.numpy().nbytes + self.v.numpy().nbytes
 
 
 def _constant(x):

@@ -68,7 +68,7 @@ def elu(x, alpha=1.0):
 def one_hot(tensor, num_classes=-1):
     """Integer class ids (...) -> int64 (..., num_classes), 1 at each id and 0 elsewhere; no gradient.
     num_classes=-1 takes the largest id + 1."""
-    ids = np.asarray(getattr(tensor, "data", tensor))
+    ids = np.asarray(tensor)
     if ids.dtype.kind not in "iu":
         raise TypeError(f"one_hot: class ids must be integers, got {ids.dtype} (shape {ids.shape})")
     if ids.size and ids.min() < 0:
@@ -109,7 +109,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, *, attn_mask=No
         raise NotImplementedError(f"scaled_dot_product_attention: dropout_p={dropout_p} is not supported; apply "
                                   "dropout to the output instead, or pass dropout_p=0")
     if mask is not None:
-        mask = np.asarray(getattr(mask, "data", mask))
+        mask = np.asarray(mask)
     if is_causal:
         if mask is not None:
             raise ValueError("scaled_dot_product_attention: give a mask or is_causal=True, not both "
@@ -137,7 +137,7 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     kind = (targets.dtype if hasattr(targets, "dtype") else np.asarray(targets).dtype).kind
     if kind == "f" and np.shape(targets) == logits.shape:  # class probabilities
         return _soft_cross_entropy(logits, targets, label_smoothing, reduction)
-    targets = np.asarray(getattr(targets, "data", targets))
+    targets = np.asarray(targets)
     return ops.CrossEntropy.apply(
         logits, targets=targets, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
     )
@@ -186,7 +186,7 @@ def nll_loss(input, target, *, ignore_index=-100, reduction="mean"):
     Targets equal to `ignore_index` count for nothing; "mean" divides by the number of counted
     targets (0 counted gives loss 0, as `cross_entropy`). A composition of gather, where and sum:
     the gradient comes from theirs."""
-    target = np.asarray(getattr(target, "data", target))
+    target = np.asarray(target)
     if input.ndim == 0 or target.shape != input.shape[:-1]:
         raise ValueError(f"nll_loss: target of shape {target.shape} must match the input's shape {input.shape} "
                          f"without its last (class) axis, i.e. {input.shape[:-1]}")

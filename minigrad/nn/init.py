@@ -9,7 +9,7 @@ from ..random import rng
 
 
 def _fill(tensor, values, by):
-    tensor.data[...] = values
+    tensor.numpy()[...] = values
     tensor._bump(by)
     return tensor
 

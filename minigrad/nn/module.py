@@ -158,7 +158,7 @@ class Module:
 
     def zero_grad(self):
         for p in self.parameters():
-            p.grad = None
+            p._grad = None  # (p.grad = None, without the property's call)
 
     def to(self, *args, dtype=None, device=None, non_blocking=False):
         """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
@@ -177,11 +177,11 @@ class Module:
             raise TypeError(f"{type(self).__name__}.to: parameters must stay floating point, got {dtype}")
         for p in self.parameters():
             if p.dtype.kind == "f" and p.dtype != dtype:
-                p.data = p.data.astype(dtype)
+                p.data = p.numpy().astype(dtype)
                 p.grad = None
         for _, t in self.named_buffers():
             if t.dtype.kind == "f" and t.dtype != dtype:
-                t.data = t.data.astype(dtype)
+                t.data = t.numpy().astype(dtype)
         return self
 
     def double(self):
@@ -199,8 +199,8 @@ class Module:
     # ------------------------------------------------------------------ state
     def state_dict(self):
         """name -> numpy array (a copy) for every parameter and persistent buffer."""
-        state = OrderedDict((n, p.data.copy()) for n, p in self.named_parameters(remove_duplicate=False))
-        state.update((n, t.data.copy()) for n, t, persistent in self._named_buffers() if persistent)
+        state = OrderedDict((n, p.numpy().copy()) for n, p in self.named_parameters(remove_duplicate=False))
+        state.update((n, t.numpy().copy()) for n, t, persistent in self._named_buffers() if persistent)
         return state
 
     def load_state_dict(self, state_dict, strict=True):
@@ -223,7 +223,7 @@ class Module:
             raise ValueError(f"load_state_dict into {type(self).__name__}:\n  " + "\n  ".join(problems))
         for k, t in own.items():
             if k in state_dict:
-                t.data = np.array(getattr(state_dict[k], "data", state_dict[k]), dtype=t.dtype)
+                t.data = np.array(state_dict[k], dtype=t.dtype)
                 t._bump("load_state_dict")
         return IncompatibleKeys(missing, unexpected)
 

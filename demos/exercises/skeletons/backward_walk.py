@@ -6,7 +6,8 @@ loss.backward() calls backward(loss). Every tensor t made by an op remembers it 
     t._ctx.fn.backward      the op's backward: t._ctx.fn.backward(t._ctx, g) takes dL/dt and returns
                             one gradient (or None) per input, as a tuple (or one array for one input)
     t.requires_grad         whether t wants a gradient (an input that does not: skip it)
-    t.grad                  where a leaf keeps its gradient: add to it if it is not None
+    t.grad                  where a leaf keeps its gradient (a Tensor; assign it a Tensor or a numpy
+                            array): add to it if it is not None
                             (gradients accumulate over backward calls until zero_grad())
 An op's gradient for an input may be shaped like the op's broadcast output:
 unbroadcast(grad, input.shape, what) sums it down to the input's shape (`what` names it in errors).
@@ -32,7 +33,7 @@ def topological_order(root):
 def backward(root, grad=None, retain_graph=False):
     """Add d(root)/d(leaf) into leaf.grad for every leaf that requires grad. grad: dL/droot, shaped
     like root (None: root is a number and the gradient is 1). retain_graph: ignored here."""
-    g = np.ones_like(root.data) if grad is None else np.asarray(getattr(grad, "data", grad), dtype=root.dtype)
+    g = np.ones_like(root.numpy()) if grad is None else np.asarray(grad, dtype=root.dtype)
     # grads = {id(root): g}      dL/dt summed so far, by id(t)
     # for each tensor, in an order where it comes after every op that used it: ...
     raise NotImplementedError("backward")
