@@ -11,6 +11,8 @@ Two models, each built so that the exercise's op really runs in it:
   it; its graph has only ops with one output and no slices, which the learner's walk handles.
 - "gpt": transformer.GPT, one block, on the same corpus, with AdamW: layer_norm and attention
   (its LayerNorm and fused ScaledDotProductAttention ops).
+- "rnn": a character RNN on the same corpus, nn.Embedding, nn.RNN (tanh: its fused step
+  ops.RNNTanhCell runs once per character) and nn.Linear, with Adam: rnn_cell.
 """
 import math
 import time
@@ -25,7 +27,7 @@ from minigrad.nn import functional as F
 from ..common import builtin_corpus
 from .catalogue import swapped
 
-STEPS = {"mlp": 150, "gpt": 40}
+STEPS = {"mlp": 150, "gpt": 40, "rnn": 60}
 AGREE_RTOL = 1e-6  # float64: a correct backward changes the losses by rounding only
 
 
@@ -121,9 +123,31 @@ def _run_gpt(exercise, steps, seed):
     return losses
 
 
+def _run_rnn(exercise, steps, seed):
+    from minigrad import nn
+
+    corpus = _Corpus(seed)
+    minigrad.manual_seed(seed)
+    embed = nn.Embedding(corpus.vocab, 16, dtype=np.float64)
+    rnn = nn.RNN(16, 32, batch_first=True, dtype=np.float64)  # tanh: one ops.RNNTanhCell per time step
+    head = nn.Linear(32, corpus.vocab, dtype=np.float64)
+    optimizer = optim.Adam([*embed.parameters(), *rnn.parameters(), *head.parameters()], lr=0.01)
+    losses = []
+    for _ in range(steps):
+        window = corpus.windows(8, 16)
+        out, _ = rnn(embed(window[:, :-1]))  # (B, T, 32)
+        loss = F.cross_entropy(head(out), window[:, 1:])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 MODELS = {
     "mlp": (_run_mlp, "a character MLP spelled out from minigrad's ops, on the built-in corpus, Adam"),
     "gpt": (_run_gpt, "a one-block GPT (transformer.GPT) on the built-in corpus, AdamW"),
+    "rnn": (_run_rnn, "a character RNN (nn.RNN, tanh) on the built-in corpus, Adam"),
 }
 
 
