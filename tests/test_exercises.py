@@ -483,7 +483,8 @@ def test_commands_start_check_solution_and_list(tmp_path, capsys):
 
     (tmp_path / "mine" / "div.py").write_text(source(SOLVED["div"]))
     assert cli.main(["list", "--dir", folder]) == 0
-    rows = {line.split()[1]: line.split()[3] for line in capsys.readouterr().out.splitlines()[1:1 + len(catalogue.EXERCISES)]}
+    listed = capsys.readouterr().out.splitlines()[1:1 + len(catalogue.EXERCISES)]
+    rows = {line.split()[1]: line.split()[3] for line in listed}
     assert len(rows) == len(catalogue.EXERCISES)
     assert rows["mul"] == "not" and rows["div"] == "passes" and rows["softmax"] == "-"
 
