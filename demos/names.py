@@ -201,10 +201,10 @@ def plans(quick=False):
             "gpt": Plan(lambda d: NamesGPT(d.vocab, d.block, n_layer=1, n_head=2, d_model=16), 20, 16, 1e-2),
         }
     return {
-        "mlp": Plan(lambda d: MLP(d.vocab, n_embd=10, n_hidden=200), 20000, 64, 1e-2, windows=True),
-        "rnn": Plan(lambda d: RecurrentLM(d.vocab, "rnn", 32, 128), 3000, 32, 5e-3),
-        "gru": Plan(lambda d: RecurrentLM(d.vocab, "gru", 32, 128), 2000, 32, 5e-3),
-        "gpt": Plan(lambda d: NamesGPT(d.vocab, d.block, n_layer=4, n_head=4, d_model=64), 1500, 32, 3e-3),
+        "mlp": Plan(lambda d: MLP(d.vocab, n_embd=10, n_hidden=200), 30000, 64, 1e-2, windows=True),
+        "rnn": Plan(lambda d: RecurrentLM(d.vocab, "rnn", 32, 128), 5000, 32, 5e-3),
+        "gru": Plan(lambda d: RecurrentLM(d.vocab, "gru", 32, 128), 3000, 32, 5e-3),
+        "gpt": Plan(lambda d: NamesGPT(d.vocab, d.block, n_layer=2, n_head=4, d_model=64), 5000, 32, 3e-3),
     }
 
 
@@ -280,7 +280,7 @@ def build_parser():
     p = parser(__doc__.splitlines()[0], "demos.names", training=True)
     p.add_argument("--models", default=",".join(MODELS), help=f"which models, comma-separated, of {', '.join(MODELS)}")
     p.add_argument("--steps", type=int, default=None,
-                   help="training steps of every trained model (default: each model's own, 1500 to 20000)")
+                   help="training steps of every trained model (default: each model's own, 3000 to 30000)")
     p.add_argument("--quick", action="store_true", help="tiny models and 20 steps each: a smoke test in seconds")
     p.add_argument("--samples", type=int, default=5, help="names to sample from each model")
     p.add_argument("--data", default=None, help="a file of names, one a line (default: demos/data/names.txt)")
