@@ -83,7 +83,7 @@ class Exercise:
     cases: tuple
     hint: str  # printed under a failure
     minutes: int  # about how long a learner takes, for the teacher's guide
-    model: str = None  # what `train` trains with the learner's code: "mlp", "gpt" (see training.py)
+    model: str = None  # what `train` trains with the learner's code: "mlp", "gpt", "rnn" (see training.py)
     loss: str = "softmax"  # the mlp's loss (training.py)
 
     @property
