@@ -1275,6 +1275,50 @@ class Linear(Function):
         return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
 
 
+class RNNTanhCell(Function):
+    """One step of an Elman RNN, as one node (Elman 1990; PyTorch's nn.RNNCell):
+
+        h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)
+
+    x (..., I), h (..., H), W_ih (H, I), W_hh (H, H), b_ih and b_hh (H,) (both or neither)
+    -> h' (..., H). nn.RNNCell and nn.RNN with nonlinearity "tanh" run it; the backward through
+    time is the autograd walk calling this backward once per step."""
+
+    @staticmethod
+    def forward(ctx, x, h, w_ih, w_hh, b_ih=None, b_hh=None):
+        hidden = w_hh.shape[0]
+        if w_ih.shape[0] != hidden or w_hh.shape != (hidden, hidden) or x.shape[-1:] != w_ih.shape[1:]:
+            raise ValueError(f"rnn_tanh_cell: input {x.shape} and weights W_ih {w_ih.shape}, W_hh {w_hh.shape} do "
+                             f"not fit: expected W_ih (H, I) and W_hh (H, H) with I = the input's last axis")
+        if h.shape != x.shape[:-1] + (hidden,):
+            raise ValueError(f"rnn_tanh_cell: hidden state of shape {h.shape} does not fit the input {x.shape}; "
+                             f"expected {x.shape[:-1] + (hidden,)}")
+        if (b_ih is None) != (b_hh is None) or (b_ih is not None and not b_ih.shape == b_hh.shape == (hidden,)):
+            raise ValueError(f"rnn_tanh_cell: expected both biases of shape ({hidden},) or neither")
+        bias = None if b_ih is None else b_ih + b_hh
+        a = _mm(_as_rows(x), w_ih.T, bias) + _mm(_as_rows(h), w_hh.T)  # (R, H), R = rows of the batch
+        y = np.tanh(a).reshape(h.shape)
+        ctx.save_for_backward(x, h, w_ih, w_hh, y)
+        return y
+
+    rule = ("a = x W_ih^T + b_ih + h W_hh^T + b_hh, y = tanh a:  da = g (1 - y^2);  dx = da W_ih,  "
+            "dh = da W_hh,  dW_ih = da^T x,  dW_hh = da^T h,  db_ih = db_hh = da summed over the rows")
+
+    @staticmethod
+    def backward(ctx, g):
+        x, h, w_ih, w_hh, y = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        da = _as_rows(g * (1 - y * y))  # (R, H): through the tanh first
+        dx = _mm(da, w_ih).reshape(x.shape) if needs[0] else None
+        dh = _mm(da, w_hh).reshape(h.shape) if needs[1] else None
+        dw_ih = _mm(da.T, _as_rows(x)) if needs[2] else None
+        dw_hh = _mm(da.T, _as_rows(h)) if needs[3] else None
+        if len(needs) == 4:
+            return dx, dh, dw_ih, dw_hh
+        db = kernels.sum_rows(da) if needs[4] or needs[5] else None
+        return dx, dh, dw_ih, dw_hh, db, db
+
+
 # ============================================================================ softmax family
 def _rows(x, axis):
     """View `x` with `axis` moved last, as 2-D rows (R, N); also the moved shape."""

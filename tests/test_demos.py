@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import minigrad
-from demos import addition, char_gpt, cnn, common, copy_task, modern_blocks, pictures, sample, tour
+from demos import addition, char_gpt, cnn, common, copy_task, modern_blocks, names, pictures, sample, tour
 
 SHAKESPEARE = Path(__file__).parents[2] / "shared/data/tinyshakespeare.txt"
 TINY_CHAR_GPT = ["--eval-interval", "2", "--eval-iters", "1", "--n-layer", "1", "--d-model", "16", "--n-head", "2",
                  "--block-size", "8", "--batch-size", "2", "--quiet", "--sample-chars", "20"]
 DEMOS = {"tour": tour, "pictures": pictures, "addition": addition, "copy_task": copy_task, "char_gpt": char_gpt,
-         "modern_blocks": modern_blocks, "sample": sample, "cnn": cnn}
-TRAINING = ["tour", "pictures", "addition", "copy_task", "char_gpt", "modern_blocks", "cnn"]
+         "modern_blocks": modern_blocks, "sample": sample, "cnn": cnn, "names": names}
+TRAINING = ["tour", "pictures", "addition", "copy_task", "char_gpt", "modern_blocks", "cnn", "names"]
 
 
 @pytest.mark.parametrize("name", DEMOS)
@@ -232,6 +232,41 @@ def test_addition(capsys):
                             "--quiet"])
     assert 0.0 <= result["accuracy"] <= 1.0 and math.isfinite(result["loss"])
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("addition: 3 steps")
+
+
+def test_names_data_split_and_encodings():
+    words = names.load_names()
+    assert len(words) == 32_033 and words[:3] == ["emma", "olivia", "ava"]  # makemore's list, unchanged
+    assert (names.DATA.parent / "NAMES_LICENSE").read_text().count("Copyright (c) 2022 Andrej Karpathy") == 1
+    data = names.Names(words, seed=3)
+    sizes = {k: len(v) for k, v in data.splits.items()}
+    assert sizes == {"train": 25_626, "dev": 3_203, "test": 3_204}  # 80/10/10
+    assert sorted(sum(data.splits.values(), [])) == sorted(words)  # every name in exactly one split
+    assert data.splits == names.Names(words, seed=3).splits != names.Names(words, seed=4).splits
+    assert data.chars[0] == "." and data.vocab == 27 and data.block == 16
+    data.splits["train"] = ["ab", "c"]
+    x, y = data.sequences("train")
+    assert x[0, :4].tolist() == [0, 1, 2, 0] and y[0, :4].tolist() == [1, 2, 0, names.IGNORE]
+    assert (y[1, 2:] == names.IGNORE).all() and (x[1, 2:] == 0).all()
+    x, y = data.windows("train")
+    assert x.tolist() == [[0, 0, 0], [0, 0, 1], [0, 1, 2], [0, 0, 0], [0, 0, 3]] and y.tolist() == [1, 2, 0, 3, 0]
+
+
+def test_names_quick(capsys):
+    result = names.main(["--quick", "--quiet", "--samples", "3"])
+    out = capsys.readouterr().out
+    assert set(result["results"]) == set(names.MODELS)
+    header = next(line for line in out.splitlines() if line.startswith("model"))
+    assert header.split() == ["model", "parameters", "steps", "seconds", "train", "dev", "test"]
+    for model, r in result["results"].items():
+        assert f"\n{model} " in out  # its row of the table
+        assert 1.5 < r["test"] < math.log(27) + 0.5, (model, r)  # between a good model and a bad guess
+        assert len(result["samples"][model]) == 3 and all(set(s) <= set("abcdefghijklmnopqrstuvwxyz")
+                                                           for s in result["samples"][model])
+    assert result["results"]["bigram"]["test"] < 2.5  # counting needs no training: ~2.45 on this list
+    assert out.strip().splitlines()[-1].startswith("names: 5 models in ")
+    with pytest.raises(SystemExit, match="unknown model lstm"):
+        names.main(["--models", "lstm", "--quiet"])
 
 
 def test_char_gpt_checkpoint_and_resume(tmp_path, capsys):

@@ -92,6 +92,21 @@ SOLVED = {
                 a, b = ctx.saved_tensors
                 return g @ np.swapaxes(b, -1, -2), np.swapaxes(a, -1, -2) @ g
     """,
+    "rnn_cell": """
+        class RNNTanhCell(ops.RNNTanhCell):
+            @staticmethod
+            def backward(ctx, g):
+                x, h, w_ih, w_hh, y = ctx.saved_tensors
+                x2, h2 = x.reshape(-1, x.shape[-1]), h.reshape(-1, h.shape[-1])
+                g2, y2 = g.reshape(-1, y.shape[-1]), y.reshape(-1, y.shape[-1])
+                da = g2 * (1 - y2 * y2)
+                dx2, dh2 = da @ w_ih, da @ w_hh
+                grads = (dx2.reshape(x.shape), dh2.reshape(h.shape), da.T @ x2, da.T @ h2)
+                if len(ctx.needs_input_grad) == 4:
+                    return grads
+                db = da.sum(axis=0)
+                return grads + (db, db)
+    """,
     "softmax": """
         class Softmax(ops.Softmax):
             @staticmethod
@@ -266,6 +281,10 @@ PLANTED = [
     ("sum_mean", "np.broadcast_to(np.reshape(g, kept), ctx.shape)", "np.broadcast_to(g, ctx.shape)", "x"),
     ("sum_mean", "spread(g, ctx) / ctx.count", "spread(g, ctx)", "x"),  # mean without 1/n
     ("matmul", "g @ np.swapaxes(b, -1, -2)", "g @ b", "a"),  # a missing transpose
+    ("rnn_cell", "g2 * (1 - y2 * y2)", "g2 * (1 - y2)", "x"),  # tanh' as 1 - y
+    ("rnn_cell", "da @ w_hh", "da @ w_hh.T", "h"),  # the recurrent weight the wrong way round
+    ("rnn_cell", "da.T @ x2, da.T @ h2", "da.T @ x2, h2.T @ da", "w_hh"),  # dW_hh transposed (square: no error)
+    ("rnn_cell", "db = da.sum(axis=0)", "db = g2.sum(axis=0)", "b_ih"),  # the bias skips the tanh
     ("softmax", "y * (g_rows - (g_rows * y).sum(axis=-1, keepdims=True))", "y * g_rows", "x"),
     ("cross_entropy", "np.exp(rows - lse[:, None]) - target", "np.exp(rows - lse[:, None])", "logits"),
     ("cross_entropy", "np.where(counted[:, None], np.exp(rows - lse[:, None]) - target, 0.0)",
@@ -480,7 +499,7 @@ def test_train_with_the_reference_matches_the_builtin_run_for_every_exercise():
 
 @pytest.mark.parametrize("name, steps", [("softmax", 40), ("cross_entropy", 20), ("layer_norm", 10),
                                          ("batch_norm", 10), ("attention", 10), ("backward_walk", 20), ("adam", 20),
-                                         ("conv2d", 10), ("max_pool2d", 10)])
+                                         ("conv2d", 10), ("max_pool2d", 10), ("rnn_cell", 10)])
 def test_train_runs_the_learners_code_in_place_of_the_kernel(name, steps, tmp_path):
     exercise = catalogue.get(name)
     if exercise.model == "cnn" and NO_DIGITS:

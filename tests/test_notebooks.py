@@ -14,7 +14,7 @@ import pytest
 from demos.notebooks import NAMES
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "demos" / "notebooks"
-LESSONS = ["backprop", "transformer", "gpt", "cnn"]  # each shows at least one picture
+LESSONS = ["backprop", "transformer", "gpt", "cnn", "names"]  # each shows at least one picture
 MAX_TEXT_CHARS = 20_000  # all the text one notebook prints: a handful of lines per cell
 
 

@@ -89,7 +89,7 @@ class Exercise:
     cases: tuple
     hint: str  # printed under a failure
     minutes: int  # about how long a learner takes, for the teacher's guide
-    model: str = None  # what `train` trains with the learner's code: "mlp", "gpt" (see training.py)
+    model: str = None  # what `train` trains with the learner's code: "mlp", "gpt", "rnn" (see training.py)
     loss: str = "softmax"  # the mlp's loss (training.py)
 
     @property
@@ -615,8 +615,56 @@ ADAM = Exercise(
     minutes=20, model="mlp",
 )
 
-EXERCISES = (MUL, DIV, POW, EXP_LOG_TANH, SUM_MEAN, MATMUL, SOFTMAX, CROSS_ENTROPY, LAYER_NORM, BATCH_NORM,
-             MAX_POOL2D, CONV2D, EMBEDDING, ATTENTION, WALK, ADAM)
+# ---------------------------------------------------------------------------- one step of an RNN
+def _rnn_inputs(lead, h_lead=None, bias=True, h_grad=True, scale=0.4, inputs=4, hidden=5):
+    """x (*lead, inputs), h (*h_lead, hidden) (h_lead: lead by default) and the cell's weights,
+    scaled by `scale` (0.4 keeps the tanh away from saturation, so that a wrong tanh' shows)."""
+    def make(rng):
+        t = {"x": normal(rng, *lead, inputs), "h": normal(rng, *(lead if h_lead is None else h_lead), hidden),
+             "w_ih": leaf(scale * rng.standard_normal((hidden, inputs))),
+             "w_hh": leaf(scale * rng.standard_normal((hidden, hidden)))}
+        if not h_grad:
+            t["h"] = t["h"].detach()
+        if bias:
+            t["b_ih"], t["b_hh"] = leaf(scale * rng.standard_normal(hidden)), leaf(scale * rng.standard_normal(hidden))
+        return t
+
+    return make
+
+
+def _rnn_step(ns, x, h, w_ih, w_hh, *biases):
+    return ns.RNNTanhCell.apply(x, h, w_ih, w_hh, *biases)
+
+
+def _rnn_two_steps(ns, x, h, w_ih, w_hh, b_ih, b_hh):
+    """x (2, N, I): two time steps through the same weights."""
+    h1 = ns.RNNTanhCell.apply(x[0], h, w_ih, w_hh, b_ih, b_hh)
+    return ns.RNNTanhCell.apply(x[1], h1, w_ih, w_hh, b_ih, b_hh)
+
+
+RNN_CELL = Exercise(
+    "rnn_cell", "one step of a tanh RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh), and through time",
+    parts=(Part("RNNTanhCell", ops.RNNTanhCell),),
+    cases=(
+        GradCase("x (3, 4), h (3, 5): a batch of 3", _rnn_inputs((3,)), _rnn_step),
+        GradCase("unbatched: x (4,), h (5,)", _rnn_inputs(()), _rnn_step,
+                 hint="fold x and h into rows (1, I) and (1, H) first; give dx and dh back their own shapes"),
+        GradCase("no biases (bias=False): 4 inputs, 4 gradients", _rnn_inputs((3,), bias=False), _rnn_step,
+                 hint="len(ctx.needs_input_grad) is 4: return (dx, dh, dW_ih, dW_hh)"),
+        GradCase("h needs no gradient (a first step from zeros)", _rnn_inputs((2,), h_grad=False), _rnn_step),
+        GradCase("a saturated step (large weights): tanh' near 0", _rnn_inputs((3,), scale=1.5), _rnn_step),
+        GradCase("two steps through time: x (2, 3, 4), the weights shared", _rnn_inputs((2, 3), h_lead=(3,)),
+                 _rnn_two_steps,
+                 hint="dh is what reaches the step before; each step returns its own weight gradients (the walk "
+                      "adds them up)"),
+    ),
+    hint="back through the tanh first: da = g (1 - y^2); then a is a sum of two Linear layers, "
+         "x W_ih^T + b_ih and h W_hh^T + b_hh, that both get da",
+    minutes=25, model="rnn",
+)
+
+EXERCISES = (MUL, DIV, POW, EXP_LOG_TANH, SUM_MEAN, MATMUL, RNN_CELL, SOFTMAX, CROSS_ENTROPY, LAYER_NORM,
+             BATCH_NORM, MAX_POOL2D, CONV2D, EMBEDDING, ATTENTION, WALK, ADAM)
 BY_NAME = {e.name: e for e in EXERCISES}
 
 

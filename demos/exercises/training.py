@@ -15,6 +15,8 @@ The models, each built so that the exercise's op really runs in it:
 - "cnn": a tiny LeNet-style CNN (conv, ReLU, max-pool, twice, then a linear layer) on the 8x8
   digits (minigrad.datasets.load_digits, which needs scikit-learn), with Adam: conv2d and
   max_pool2d (the Conv2d and MaxPool2d ops of ops_conv.py).
+- "rnn": a character RNN on the same corpus, nn.Embedding, nn.RNN (tanh: its fused step
+  ops.RNNTanhCell runs once per character) and nn.Linear, with Adam: rnn_cell.
 """
 import math
 import time
@@ -29,7 +31,7 @@ from minigrad.nn import functional as F
 from ..common import builtin_corpus
 from .catalogue import swapped
 
-STEPS = {"mlp": 150, "gpt": 40, "mlp_bn": 150, "cnn": 60}
+STEPS = {"mlp": 150, "gpt": 40, "mlp_bn": 150, "cnn": 60, "rnn": 60}
 AGREE_RTOL = 1e-6  # float64: a correct backward changes the losses by rounding only
 
 
@@ -186,11 +188,33 @@ def _run_cnn(exercise, steps, seed):
     return losses
 
 
+def _run_rnn(exercise, steps, seed):
+    from minigrad import nn
+
+    corpus = _Corpus(seed)
+    minigrad.manual_seed(seed)
+    embed = nn.Embedding(corpus.vocab, 16, dtype=np.float64)
+    rnn = nn.RNN(16, 32, batch_first=True, dtype=np.float64)  # tanh: one ops.RNNTanhCell per time step
+    head = nn.Linear(32, corpus.vocab, dtype=np.float64)
+    optimizer = optim.Adam([*embed.parameters(), *rnn.parameters(), *head.parameters()], lr=0.01)
+    losses = []
+    for _ in range(steps):
+        window = corpus.windows(8, 16)
+        out, _ = rnn(embed(window[:, :-1]))  # (B, T, 32)
+        loss = F.cross_entropy(head(out), window[:, 1:])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 MODELS = {
     "mlp": (_run_mlp, "a character MLP spelled out from minigrad's ops, on the built-in corpus, Adam"),
     "gpt": (_run_gpt, "a one-block GPT (transformer.GPT) on the built-in corpus, AdamW"),
     "mlp_bn": (_run_mlp_bn, "a character MLP with batch norm on its hidden layer, on the built-in corpus, Adam"),
     "cnn": (_run_cnn, "a tiny LeNet-style CNN on the 8x8 digits, Adam"),
+    "rnn": (_run_rnn, "a character RNN (nn.RNN, tanh) on the built-in corpus, Adam"),
 }
 
 

@@ -10,4 +10,4 @@ same cells run top to bottom with their outputs (what you open, and what reads o
 needs the notebooks extra (pip install -e ".[notebooks]"). tests/test_notebooks.py checks that each
 .ipynb has the code cells of its source and runs each in a fresh kernel.
 """
-NAMES = ["backprop", "transformer", "gpt", "cnn", "exercises"]
+NAMES = ["backprop", "transformer", "gpt", "cnn", "names", "exercises"]

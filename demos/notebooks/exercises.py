@@ -90,6 +90,15 @@ exercises.start("matmul", FOLDER)
 exercises.check("matmul", FOLDER);
 
 # %% [markdown]
+# ## rnn_cell
+#
+# one step of a tanh RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh), and through time
+
+# %%
+exercises.start("rnn_cell", FOLDER)
+exercises.check("rnn_cell", FOLDER);
+
+# %% [markdown]
 # ## softmax
 #
 # softmax along an axis: every output depends on every input of its row

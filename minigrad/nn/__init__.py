@@ -10,6 +10,7 @@ from .sampling import Upsample
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, Summary, summary
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d
 from .layers import Unflatten
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 
 __all__ = [
     "functional", "init", "Module", "ModuleList", "ModuleDict", "Sequential", "Parameter", "summary", "Summary",
@@ -17,4 +18,5 @@ __all__ = [
     "SiLU", "LeakyReLU", "Softplus", "ELU", "MSELoss", "CrossEntropyLoss",
     "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Unflatten",
     "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample",
+    "RNNBase", "RNN", "GRU", "LSTM", "RNNCellBase", "RNNCell", "GRUCell", "LSTMCell",
 ]
