@@ -21,7 +21,8 @@ nothing more.
 The numpy twins pad x once and take kh * kw strided slices of it (one per kernel offset). The
 numba kernels walk the same loops with the padding handled by index arithmetic instead of a
 padded copy; ``im2col`` shares out the rows of cols (one per channel and offset), ``col2im`` the
-planes (n, c) of dx, so no two threads write the same number.
+planes (n, c) of dx, so no two threads write the same number. They read C-contiguous arrays
+(another layout is copied first), so that a row of a window with stride 1 is a contiguous copy.
 """
 import numpy as np
 
@@ -93,20 +94,21 @@ def col2im_numpy(cols, input_shape, kernel_size, stride, padding, dilation):
 
 # ----------------------------------------------------------------------------- numba kernels
 def _im2col_signature(dtype):
-    """x (N, C, H, W) any strides, cols (C*kh*kw, N, OH, OW) C-contiguous, 8 ints, fill, first, stop."""
-    return types.void(types.Array(dtype, 4, "A", readonly=True), types.Array(dtype, 4, "C"),
+    """x (N, C, H, W) and cols (C*kh*kw, N, OH, OW) C-contiguous, 8 ints, fill, first, stop."""
+    return types.void(types.Array(dtype, 4, "C", readonly=True), types.Array(dtype, 4, "C"),
                       *[types.intp] * 8, dtype, types.intp, types.intp)
 
 
 def _col2im_signature(dtype):
-    """cols (C*kh*kw, N, OH, OW) any strides, dx (N, C, H, W) C-contiguous zeros, 8 ints, first, stop."""
-    return types.void(types.Array(dtype, 4, "A", readonly=True), types.Array(dtype, 4, "C"),
+    """cols (C*kh*kw, N, OH, OW) and dx (N, C, H, W) C-contiguous (dx zeros), 8 ints, first, stop."""
+    return types.void(types.Array(dtype, 4, "C", readonly=True), types.Array(dtype, 4, "C"),
                       *[types.intp] * 8, types.intp, types.intp)
 
 
 @typed_jit(_im2col_signature)
 def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
-    """The rows first <= r < stop of cols: channel c = r // (kh kw), kernel offset (ki, kj)."""
+    """The rows first <= r < stop of cols: channel c = r // (kh kw), kernel offset (ki, kj).
+    (Every access names all four indices: slicing out a row view each time costs more than the copy.)"""
     n_batch, height, width = x.shape[0], x.shape[2], x.shape[3]
     out_h, out_w = cols.shape[2], cols.shape[3]
     for r in range(first, stop):
@@ -119,18 +121,20 @@ def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
         for n in range(n_batch):
             for oh in range(out_h):
                 h = oh * sh + ki * dh - ph
-                row = cols[r, n, oh]
                 if h < 0 or h >= height:
                     for ow in range(out_w):
-                        row[ow] = fill
+                        cols[r, n, oh, ow] = fill
                     continue
-                src = x[n, c, h]
                 for ow in range(lo):
-                    row[ow] = fill
-                for ow in range(lo, hi):
-                    row[ow] = src[ow * sw + offset]
+                    cols[r, n, oh, ow] = fill
+                if sw == 1:  # (a contiguous copy, which LLVM vectorises)
+                    for ow in range(lo, hi):
+                        cols[r, n, oh, ow] = x[n, c, h, ow + offset]
+                else:
+                    for ow in range(lo, hi):
+                        cols[r, n, oh, ow] = x[n, c, h, ow * sw + offset]
                 for ow in range(hi, out_w):
-                    row[ow] = fill
+                    cols[r, n, oh, ow] = fill
 
 
 @typed_jit(_col2im_signature)
@@ -140,7 +144,6 @@ def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
     out_h, out_w = cols.shape[2], cols.shape[3]
     for p in range(first, stop):
         n, c = divmod(p, n_channels)
-        plane = dx[n, c]
         for ki in range(kh):
             for kj in range(kw):
                 r = (c * kh + ki) * kw + kj
@@ -151,9 +154,12 @@ def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
                     h = oh * sh + ki * dh - ph
                     if h < 0 or h >= height:
                         continue
-                    dst, src = plane[h], cols[r, n, oh]
-                    for ow in range(lo, hi):
-                        dst[ow * sw + offset] += src[ow]
+                    if sw == 1:
+                        for ow in range(lo, hi):
+                            dx[n, c, h, ow + offset] += cols[r, n, oh, ow]
+                    else:
+                        for ow in range(lo, hi):
+                            dx[n, c, h, ow * sw + offset] += cols[r, n, oh, ow]
 
 
 def _threads(n_elements):
@@ -167,7 +173,7 @@ def im2col_numba(x, kernel_size, stride, padding, dilation, out_size, fill=0.0):
     n, c = x.shape[:2]
     cols = np.empty((c * kh * kw, n, oh, ow), dtype=x.dtype)
     if cols.size:
-        parallel_for(_im2col_rows.for_dtype(x.dtype), c * kh * kw, x, cols, kh, kw, sh, sw, ph, pw, dh, dw,
+        parallel_for(_im2col_rows.for_dtype(x.dtype), c * kh * kw, np.ascontiguousarray(x), cols, kh, kw, sh, sw, ph, pw, dh, dw,
                      x.dtype.type(fill), threads=_threads(cols.size))
     return cols
 
@@ -178,6 +184,6 @@ def col2im_numba(cols, input_shape, kernel_size, stride, padding, dilation):
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
     dx = np.zeros(tuple(input_shape), dtype=cols.dtype)
     if dx.size and cols.size:
-        parallel_for(_col2im_planes.for_dtype(cols.dtype), dx.shape[0] * dx.shape[1], cols, dx, kh, kw, sh, sw,
+        parallel_for(_col2im_planes.for_dtype(cols.dtype), dx.shape[0] * dx.shape[1], np.ascontiguousarray(cols), dx, kh, kw, sh, sw,
                      ph, pw, dh, dw, threads=_threads(cols.size))
     return dx
