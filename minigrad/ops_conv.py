@@ -259,20 +259,11 @@ class Pad(Function):
 # ============================================================================ pooling
 class MaxPool2d(Function):
     """x (N, C, H, W) -> (max of each window (N, C, OH, OW), its position h W + w in x's plane, int64).
-    padding = (top, left), and the windows past the input are -inf."""
+    padding = (top, left); taps in the padding are skipped (kernels/pool.py)."""
 
     @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding, dilation, out_size):
-        n, c, h, w = x.shape
-        (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel_size, stride, padding, dilation, out_size
-        cols = kernels.im2col(x.reshape(n * c, 1, h, w), kernel_size, stride, padding, dilation, out_size,
-                              fill=-np.inf)  # (kh kw, N C, OH, OW)
-        arg = cols.argmax(axis=0)  # which tap of the window holds the max (the first, on a tie; NaN wins)
-        y = np.take_along_axis(cols, arg[None], axis=0)[0].reshape(n, c, oh, ow)
-        ki, kj = np.divmod(arg, kw)
-        rows = np.arange(oh).reshape(oh, 1) * sh + ki * dh - ph
-        columns = np.arange(ow) * sw + kj * dw - pw
-        indices = (rows * w + columns).reshape(n, c, oh, ow).astype(np.int64, copy=False)
+        y, indices = kernels.max_pool2d_forward(x, kernel_size, stride, padding, dilation, out_size)
         ctx.indices, ctx.shape = indices, x.shape
         return y, indices
 
@@ -280,11 +271,7 @@ class MaxPool2d(Function):
 
     @staticmethod
     def backward(ctx, g, g_indices=None):
-        n, c, h, w = ctx.shape
-        planes = np.arange(n * c).reshape(n, c, 1, 1) * (h * w)
-        # bincount adds the gradients of windows that share a max (overlapping windows)
-        dx = np.bincount((planes + ctx.indices).ravel(), weights=g.ravel(), minlength=n * c * h * w)
-        return dx.astype(g.dtype, copy=False).reshape(ctx.shape)
+        return kernels.max_pool2d_backward(g, ctx.indices, ctx.shape)
 
 
 class AvgPool2d(Function):
