@@ -219,11 +219,12 @@ def test_conv_layers_shapes_and_pytorch_init():
 
 
 @pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
-def test_conv2d_layer_padding_modes_match_pytorch(mode):
+@pytest.mark.parametrize("padding, kernel", [((1, 2), 3), ("same", (4, 3))])
+def test_conv2d_layer_padding_modes_match_pytorch(mode, padding, kernel):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(10)
-    ours = nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode, dtype=np.float64)
-    theirs = torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode, dtype=torch.float64)
+    ours = nn.Conv2d(2, 3, kernel, padding=padding, padding_mode=mode, dtype=np.float64)
+    theirs = torch.nn.Conv2d(2, 3, kernel, padding=padding, padding_mode=mode, dtype=torch.float64)
     with torch.no_grad():
         theirs.weight.copy_(torch.tensor(ours.weight.numpy()))
         theirs.bias.copy_(torch.tensor(ours.bias.numpy()))
