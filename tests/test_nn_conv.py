@@ -64,30 +64,40 @@ def test_conv2d_gradcheck(x_shape, w_shape, kwargs):
     assert mg.gradcheck(lambda *t: F.conv2d(*t, **kwargs).tanh(), inputs)
 
 
-@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES)
-def test_conv2d_matches_pytorch(x_shape, w_shape, kwargs):
+def compare_float32_with_pytorch(ours_fn, torch_fn, arrays, terms):
+    """Forward and every input's gradient of ours_fn and torch_fn on float32 copies of `arrays`, for a
+    random output gradient, each within the bound of the module docstring; terms[i] is the most
+    products a number of output i sums (output 0 the forward, then one per input's gradient)."""
     torch = pytest.importorskip("torch")
-    tf = torch.nn.functional
-    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(1))
-    arrays = [a.astype(np.float32) for a in (x, w) + (() if b is None else (b,))]
+    arrays = [a.astype(np.float32) for a in arrays]
     ours = [mg.tensor(a, requires_grad=True) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    y, ty = F.conv2d(*ours, **kwargs), tf.conv2d(*theirs, **kwargs)
+    y, ty = ours_fn(*ours), torch_fn(*theirs)
+    assert y.shape == tuple(ty.shape)
     g = np.random.default_rng(2).standard_normal(ty.shape).astype(np.float32)
     y.backward(mg.tensor(g))
     ty.backward(torch.tensor(g))
     # the same computation on |x|, |w|, |b|, |g| in float64 bounds every sum's terms (module docstring)
     absolute = [torch.tensor(np.abs(a).astype(np.float64), requires_grad=True) for a in arrays]
-    ay = tf.conv2d(*absolute, **kwargs)
+    ay = torch_fn(*absolute)
     ay.backward(torch.tensor(np.abs(g).astype(np.float64)))
+    assert_float32_close(y, ty.detach(), ay.detach(), terms[0])
+    for a, ta, aa, k in zip(ours, theirs, absolute, terms[1:]):
+        assert_float32_close(a.grad, ta.grad, aa.grad, k)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES)
+def test_conv2d_matches_pytorch(x_shape, w_shape, kwargs):
+    torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(1))
     o, cg, kh, kw = w_shape
-    n, oh, ow = ty.shape[0], ty.shape[2], ty.shape[3]
-    assert y.shape == tuple(ty.shape)
-    assert_float32_close(y, ty.detach(), ay.detach(), cg * kh * kw + 1)  # + the bias
-    assert_float32_close(ours[0].grad, theirs[0].grad, absolute[0].grad, (o // kwargs.get("groups", 1)) * kh * kw)
-    assert_float32_close(ours[1].grad, theirs[1].grad, absolute[1].grad, n * oh * ow)
-    if b is not None:
-        assert_float32_close(ours[2].grad, theirs[2].grad, absolute[2].grad, n * oh * ow)
+    n, _, oh, ow = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), **kwargs).shape
+    # an output sums C_in/groups kh kw products and the bias; an input's gradient at most (C_out/groups)
+    # kh kw; a weight's and a bias's gradient sum over the N OH OW output positions
+    terms = [cg * kh * kw + 1, (o // kwargs.get("groups", 1)) * kh * kw, n * oh * ow, n * oh * ow]
+    compare_float32_with_pytorch(lambda *t: F.conv2d(*t, **kwargs),
+                                 lambda *t: torch.nn.functional.conv2d(*t, **kwargs),
+                                 (x, w) + (() if b is None else (b,)), terms)
 
 
 def test_conv2d_on_the_numpy_twins_equals_the_kernels():
@@ -139,6 +149,36 @@ TRANSPOSE_CASES = [
     ((1, 4, 3, 3), (4, 1, 3, 2), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}),
     ((2, 2, 3, 4), (2, 3, 2, 2), {"stride": 2, "dilation": 2, "output_padding": (1, 0), "bias": False}),
 ]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV1D_CASES)
+def test_conv1d_matches_pytorch_in_float32(x_shape, w_shape, kwargs):
+    torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(12))
+    o, cg, k = w_shape
+    n, _, length = torch.nn.functional.conv1d(torch.tensor(x), torch.tensor(w), **kwargs).shape
+    positions = n * length  # (the terms as for conv2d, with a height of 1)
+    compare_float32_with_pytorch(lambda *t: F.conv1d(*t, **kwargs), lambda *t: torch.nn.functional.conv1d(*t, **kwargs),
+                                 (x, w) + (() if b is None else (b,)),
+                                 [cg * k + 1, (o // kwargs.get("groups", 1)) * k, positions, positions])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES)
+def test_conv_transpose2d_matches_pytorch_in_float32(x_shape, w_shape, kwargs):
+    torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(13))
+    cin, og, kh, kw = w_shape
+    groups = kwargs.get("groups", 1)
+    if b is not None:
+        b = np.random.default_rng(14).standard_normal(og * groups)
+    # an output sums at most (C_in / groups) kh kw products (+ the bias); dx is a convolution of g
+    # with (C_out / groups) kh kw taps; dW sums over the N H W input positions, db over the N OH OW outputs
+    positions = x_shape[0] * x_shape[2] * x_shape[3]
+    n, _, oh, ow = torch.nn.functional.conv_transpose2d(torch.tensor(x), torch.tensor(w), **kwargs).shape
+    compare_float32_with_pytorch(lambda *t: F.conv_transpose2d(*t, **kwargs),
+                                 lambda *t: torch.nn.functional.conv_transpose2d(*t, **kwargs),
+                                 (x, w) + (() if b is None else (b,)),
+                                 [cin // groups * kh * kw + 1, og * kh * kw, positions, n * oh * ow])
 
 
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES)
