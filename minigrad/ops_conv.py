@@ -61,7 +61,7 @@ class Conv2d(Function):
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dcols = _mm(w2.transpose(0, 2, 1), g2)  # (groups, C/groups kh kw, N OH OW)
-            dx = kernels.col2im(dcols.reshape(-1, n, oh, ow), x_shape, kernel, stride, top_left, dilation)
+            dx = kernels.col2im(dcols.reshape(x_shape[1] * kernel[0] * kernel[1], n, oh, ow), x_shape, kernel, stride, top_left, dilation)
         if ctx.needs_input_grad[1]:
             dw = _mm(g2, cols.transpose(0, 2, 1)).reshape(w_shape)
         if len(ctx.needs_input_grad) == 2:  # (called without a bias)
@@ -121,7 +121,8 @@ class ConvTranspose2d(Function):
         xg, w2 = ctx.saved_tensors
         x_shape, w_shape, kernel, stride, padding, dilation, groups = ctx.shapes
         n, cin, h, w = x_shape
-        gcols = kernels.im2col(g, kernel, stride, padding, dilation, (h, w)).reshape(groups, -1, n * h * w)
+        gcols = kernels.im2col(g, kernel, stride, padding, dilation, (h, w))
+        gcols = gcols.reshape(groups, gcols.shape[0] // groups, n * h * w)
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dx = np.ascontiguousarray(_mm(w2, gcols).reshape(cin, n, h, w).transpose(1, 0, 2, 3))
@@ -181,14 +182,14 @@ class Unfold(Function):
         cols = kernels.im2col(x, kernel_size, stride, padding, dilation, (oh, ow))
         ctx.args = (x.shape, kernel_size, stride, padding, dilation, (oh, ow))
         n = x.shape[0]
-        return np.ascontiguousarray(cols.reshape(-1, n, oh * ow).transpose(1, 0, 2))
+        return np.ascontiguousarray(cols.reshape(cols.shape[0], n, oh * ow).transpose(1, 0, 2))
 
     rule = "unfold copies x into columns: dx = fold(g), each column added back where it was read"
 
     @staticmethod
     def backward(ctx, g):
         x_shape, kernel, stride, padding, dilation, (oh, ow) = ctx.args
-        cols = g.transpose(1, 0, 2).reshape(-1, x_shape[0], oh, ow)
+        cols = g.transpose(1, 0, 2).reshape(g.shape[1], x_shape[0], oh, ow)
         return kernels.col2im(cols, x_shape, kernel, stride, padding, dilation)
 
 
@@ -218,7 +219,7 @@ class Fold(Function):
     def backward(ctx, g):
         kernel, stride, padding, dilation, (oh, ow) = ctx.args
         cols = kernels.im2col(g, kernel, stride, padding, dilation, (oh, ow))
-        return np.ascontiguousarray(cols.reshape(-1, g.shape[0], oh * ow).transpose(1, 0, 2))
+        return np.ascontiguousarray(cols.reshape(cols.shape[0], g.shape[0], oh * ow).transpose(1, 0, 2))
 
 
 # ============================================================================ padding

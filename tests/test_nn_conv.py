@@ -308,3 +308,23 @@ def test_conv_errors_name_the_op_and_the_shapes(call, parts):
 def test_conv2d_input_dtype_must_match_the_weight():
     with pytest.raises(TypeError, match="conv2d: input is float64 but the weight is float32"):
         nn.Conv2d(1, 1, 3)(mg.randn(1, 1, 5, 5, dtype="float64"))
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: F.conv2d(x, mg.randn(6, 2, 3, 3), padding=1, groups=2),
+    lambda x: F.conv1d(x[:, :, 0], mg.randn(4, 4, 3)),
+    lambda x: F.conv_transpose2d(x, mg.randn(4, 3, 3, 3), stride=2),
+    lambda x: F.unfold(x, 2),
+    lambda x: F.fold(F.unfold(x, 2), (5, 5), 2),
+    lambda x: F.max_pool2d(x, 2),
+    lambda x: F.avg_pool2d(x, 2, ceil_mode=True),
+    lambda x: F.adaptive_avg_pool2d(x, 2),
+    lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    lambda x: F.pad(x, (1, 1, 2, 0), mode="reflect"),
+])
+def test_an_empty_batch_goes_forward_and_backward(op):
+    x = mg.randn(0, 4, 5, 5, requires_grad=True)
+    y = op(x)
+    assert y.shape[0] == 0
+    y.sum().backward()
+    assert x.grad.shape == x.shape
