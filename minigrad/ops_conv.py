@@ -28,8 +28,8 @@ def _pairs(*values):
 class Conv2d(Function):
     """x (N, C, H, W) * weight (O, C / groups, kh, kw) + bias (O,) -> (N, O, OH, OW).
 
-    y[n, o, i, j] = bias[o] + sum over c, ki, kj of weight[o, c, ki, kj] x[n, c', i sh + ki dh - top, j sw + kj dw - left]
-    (c' runs over the channels of o's group; x is 0 in the padding). padding = (top, bottom, left, right).
+    y[n, o, i, j] = bias[o] + sum over c, ki, kj of w[o, c, ki, kj] x[n, c', i sh + ki dh - top, j sw + kj dw - left]
+    (c' the c-th channel of o's group; x is 0 in the padding). padding = (top, bottom, left, right).
     """
 
     @staticmethod
@@ -61,7 +61,8 @@ class Conv2d(Function):
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dcols = _mm(w2.transpose(0, 2, 1), g2)  # (groups, C/groups kh kw, N OH OW)
-            dx = kernels.col2im(dcols.reshape(x_shape[1] * kernel[0] * kernel[1], n, oh, ow), x_shape, kernel, stride, top_left, dilation)
+            dcols = dcols.reshape(x_shape[1] * kernel[0] * kernel[1], n, oh, ow)
+            dx = kernels.col2im(dcols, x_shape, kernel, stride, top_left, dilation)
         if ctx.needs_input_grad[1]:
             dw = _mm(g2, cols.transpose(0, 2, 1)).reshape(w_shape)
         if len(ctx.needs_input_grad) == 2:  # (called without a bias)

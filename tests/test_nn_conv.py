@@ -126,11 +126,17 @@ CONV1D_CASES = [
 
 
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV1D_CASES)
-def test_conv1d_gradcheck_and_pytorch(x_shape, w_shape, kwargs):
+def test_conv1d_gradcheck(x_shape, w_shape, kwargs):
     x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(4))
     arrays = (x, w) + (() if b is None else (b,))
     assert mg.gradcheck(lambda *t: F.conv1d(*t, **kwargs).tanh(), [t64(a) for a in arrays])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV1D_CASES)
+def test_conv1d_matches_pytorch_in_float64(x_shape, w_shape, kwargs):
     torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(4))
+    arrays = (x, w) + (() if b is None else (b,))
     ours = [t64(a) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     y, ty = F.conv1d(*ours, **kwargs), torch.nn.functional.conv1d(*theirs, **kwargs)
@@ -182,13 +188,21 @@ def test_conv_transpose2d_matches_pytorch_in_float32(x_shape, w_shape, kwargs):
 
 
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES)
-def test_conv_transpose2d_gradcheck_and_pytorch(x_shape, w_shape, kwargs):
+def test_conv_transpose2d_gradcheck(x_shape, w_shape, kwargs):
     x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(5))
     if b is not None:
         b = np.random.default_rng(6).standard_normal(w_shape[1] * kwargs.get("groups", 1))
     arrays = (x, w) + (() if b is None else (b,))
     assert mg.gradcheck(lambda *t: F.conv_transpose2d(*t, **kwargs).tanh(), [t64(a) for a in arrays])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES)
+def test_conv_transpose2d_matches_pytorch_in_float64(x_shape, w_shape, kwargs):
     torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(5))
+    if b is not None:
+        b = np.random.default_rng(6).standard_normal(w_shape[1] * kwargs.get("groups", 1))
+    arrays = (x, w) + (() if b is None else (b,))
     ours = [t64(a) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     y, ty = F.conv_transpose2d(*ours, **kwargs), torch.nn.functional.conv_transpose2d(*theirs, **kwargs)
@@ -211,7 +225,7 @@ def test_conv_transpose2d_is_the_input_gradient_of_conv2d():
 
 
 # ----------------------------------------------------------------------------- unfold / fold
-def test_unfold_and_fold_pytorch_docs_shapes_gradcheck_and_values():
+def test_unfold_and_fold_docs_shapes_and_gradcheck():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 5, 3, 4))
     assert F.unfold(t64(x), kernel_size=(2, 3)).shape == (2, 30, 4)  # PyTorch's docs
@@ -221,7 +235,15 @@ def test_unfold_and_fold_pytorch_docs_shapes_gradcheck_and_values():
     assert mg.gradcheck(lambda t: F.unfold(t, **args).tanh(), [t64(x)])
     folded_input = rng.standard_normal(F.unfold(t64(x), **args).shape)
     assert mg.gradcheck(lambda t: F.fold(t, (3, 4), **args).tanh(), [t64(folded_input)])
+
+
+def test_unfold_and_fold_match_pytorch():
     torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 5, 3, 4))
+    rng.standard_normal((1, 3 * 2 * 2, 12))  # (the same draws as above, so the same folded_input)
+    args = {"kernel_size": (2, 3), "dilation": (1, 2), "padding": 1, "stride": (2, 1)}
+    folded_input = rng.standard_normal(F.unfold(t64(x), **args).shape)
     tf = torch.nn.functional
     np.testing.assert_array_equal(F.unfold(t64(x), **args).numpy(), tf.unfold(torch.tensor(x), **args).numpy())
     np.testing.assert_allclose(F.fold(t64(folded_input), (3, 4), **args).numpy(),

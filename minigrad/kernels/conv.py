@@ -173,8 +173,8 @@ def im2col_numba(x, kernel_size, stride, padding, dilation, out_size, fill=0.0):
     n, c = x.shape[:2]
     cols = np.empty((c * kh * kw, n, oh, ow), dtype=x.dtype)
     if cols.size:
-        parallel_for(_im2col_rows.for_dtype(x.dtype), c * kh * kw, np.ascontiguousarray(x), cols, kh, kw, sh, sw, ph, pw, dh, dw,
-                     x.dtype.type(fill), threads=_threads(cols.size))
+        parallel_for(_im2col_rows.for_dtype(x.dtype), c * kh * kw, np.ascontiguousarray(x), cols,
+                     kh, kw, sh, sw, ph, pw, dh, dw, x.dtype.type(fill), threads=_threads(cols.size))
     return cols
 
 
@@ -184,6 +184,6 @@ def col2im_numba(cols, input_shape, kernel_size, stride, padding, dilation):
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
     dx = np.zeros(tuple(input_shape), dtype=cols.dtype)
     if dx.size and cols.size:
-        parallel_for(_col2im_planes.for_dtype(cols.dtype), dx.shape[0] * dx.shape[1], np.ascontiguousarray(cols), dx, kh, kw, sh, sw,
-                     ph, pw, dh, dw, threads=_threads(cols.size))
+        parallel_for(_col2im_planes.for_dtype(cols.dtype), dx.shape[0] * dx.shape[1], np.ascontiguousarray(cols), dx,
+                     kh, kw, sh, sw, ph, pw, dh, dw, threads=_threads(cols.size))
     return dx
