@@ -11,6 +11,9 @@ matrix products on the columns that `kernels.im2col` cuts out of the input (see 
 so that, as for a Linear layer, dW = g cols^T and dcols = W^T g, and `col2im` adds each column of
 dcols back where its window was read. With `groups` the channels split into groups that never
 mix: the product is batched over the groups.
+
+Average pooling is im2col and a mean over each column; max pooling has kernels of its own
+(kernels/pool.py); adaptive pooling and interpolation are fixed linear maps along each axis.
 """
 import numpy as np
 
