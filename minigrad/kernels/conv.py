@@ -108,7 +108,8 @@ def _col2im_signature(dtype):
 @typed_jit(_im2col_signature)
 def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
     """The rows first <= r < stop of cols: channel c = r // (kh kw), kernel offset (ki, kj).
-    (Every access names all four indices: slicing out a row view each time costs more than the copy.)"""
+    Every access names all four indices, unsigned once known to be inside (``u*``): a row view
+    sliced out each time, or numba's handling of negative indices, would cost more than the copy."""
     n_batch, height, width = x.shape[0], x.shape[2], x.shape[3]
     out_h, out_w = cols.shape[2], cols.shape[3]
     for r in range(first, stop):
@@ -118,48 +119,58 @@ def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
         offset = kj * dw - pw
         lo = min(out_w, max(0, (-offset + sw - 1) // sw))
         hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+        ur, uc, ulo, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(lo), np.uintp(hi - lo), np.uintp(sw)
+        w_lo = np.uintp(lo * sw + offset)  # the column of x that output lo reads
         for n in range(n_batch):
+            un = np.uintp(n)
             for oh in range(out_h):
+                uoh = np.uintp(oh)
                 h = oh * sh + ki * dh - ph
                 if h < 0 or h >= height:
-                    for ow in range(out_w):
-                        cols[r, n, oh, ow] = fill
+                    for ow in range(np.uintp(out_w)):
+                        cols[ur, un, uoh, ow] = fill
                     continue
-                for ow in range(lo):
-                    cols[r, n, oh, ow] = fill
+                uh = np.uintp(h)
+                for ow in range(ulo):
+                    cols[ur, un, uoh, ow] = fill
                 if sw == 1:  # (a contiguous copy, which LLVM vectorises)
-                    for ow in range(lo, hi):
-                        cols[r, n, oh, ow] = x[n, c, h, ow + offset]
+                    for i in range(u_inside):
+                        cols[ur, un, uoh, ulo + i] = x[un, uc, uh, w_lo + i]
                 else:
-                    for ow in range(lo, hi):
-                        cols[r, n, oh, ow] = x[n, c, h, ow * sw + offset]
-                for ow in range(hi, out_w):
-                    cols[r, n, oh, ow] = fill
+                    for i in range(u_inside):
+                        cols[ur, un, uoh, ulo + i] = x[un, uc, uh, w_lo + i * usw]
+                for ow in range(np.uintp(hi), np.uintp(out_w)):
+                    cols[ur, un, uoh, ow] = fill
 
 
 @typed_jit(_col2im_signature)
 def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
-    """The planes first <= p < stop of dx, p = n C + c: each adds up what its windows read."""
+    """The planes first <= p < stop of dx, p = n C + c: each adds up what its windows read
+    (unsigned indices, as in _im2col_rows)."""
     n_channels, height, width = dx.shape[1], dx.shape[2], dx.shape[3]
     out_h, out_w = cols.shape[2], cols.shape[3]
     for p in range(first, stop):
         n, c = divmod(p, n_channels)
+        un, uc = np.uintp(n), np.uintp(c)
         for ki in range(kh):
             for kj in range(kw):
-                r = (c * kh + ki) * kw + kj
+                ur = np.uintp((c * kh + ki) * kw + kj)
                 offset = kj * dw - pw
                 lo = min(out_w, max(0, (-offset + sw - 1) // sw))
                 hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+                ulo, u_inside, usw = np.uintp(lo), np.uintp(hi - lo), np.uintp(sw)
+                w_lo = np.uintp(lo * sw + offset)
                 for oh in range(out_h):
                     h = oh * sh + ki * dh - ph
                     if h < 0 or h >= height:
                         continue
+                    uh, uoh = np.uintp(h), np.uintp(oh)
                     if sw == 1:
-                        for ow in range(lo, hi):
-                            dx[n, c, h, ow + offset] += cols[r, n, oh, ow]
+                        for i in range(u_inside):
+                            dx[un, uc, uh, w_lo + i] += cols[ur, un, uoh, ulo + i]
                     else:
-                        for ow in range(lo, hi):
-                            dx[n, c, h, ow * sw + offset] += cols[r, n, oh, ow]
+                        for i in range(u_inside):
+                            dx[un, uc, uh, w_lo + i * usw] += cols[ur, un, uoh, ulo + i]
 
 
 def _threads(n_elements):

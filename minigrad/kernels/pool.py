@@ -71,28 +71,49 @@ def _backward_signature(dtype):
 
 @typed_jit(_forward_signature)
 def _max_pool_planes(x, y, indices, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
+    """The planes first <= p < stop (p = n C + c) of y and indices. Only the taps inside x are
+    visited, with unsigned indices (see kernels/conv.py)."""
     n_channels, height, width = x.shape[1], x.shape[2], x.shape[3]
     out_h, out_w = y.shape[2], y.shape[3]
+    # the taps of each window row i (and column j) inside x: ki_lo[i] <= ki < ki_hi[i], worked out
+    # once (integer divisions are slow next to a comparison)
+    ki_lo, ki_hi = np.empty(out_h, np.intp), np.empty(out_h, np.intp)
+    for i in range(out_h):
+        h0 = i * sh - ph
+        ki_lo[i] = max(0, (-h0 + dh - 1) // dh)
+        ki_hi[i] = max(ki_lo[i], min(kh, (height - 1 - h0) // dh + 1))
+    kj_lo, kj_hi = np.empty(out_w, np.intp), np.empty(out_w, np.intp)
+    for j in range(out_w):
+        w0 = j * sw - pw
+        kj_lo[j] = max(0, (-w0 + dw - 1) // dw)
+        kj_hi[j] = max(kj_lo[j], min(kw, (width - 1 - w0) // dw + 1))
+    uwidth = np.uintp(width)  # (unsigned with unsigned: numba makes a float of int64 * uint64)
     for p in range(first, stop):
         n, c = divmod(p, n_channels)
+        un, uc = np.uintp(n), np.uintp(c)
         for i in range(out_h):
+            h0 = i * sh - ph
             for j in range(out_w):
-                best = -np.inf
-                best_index = -1
-                for ki in range(kh):
-                    h = i * sh + ki * dh - ph
-                    if h < 0 or h >= height:
-                        continue
-                    for kj in range(kw):
-                        w = j * sw + kj * dw - pw
-                        if w < 0 or w >= width:
-                            continue
-                        v = x[n, c, h, w]
-                        # the first tap inside x, then any larger one; a NaN wins (and stays)
-                        if best_index < 0 or v > best or (np.isnan(v) and not np.isnan(best)):
-                            best, best_index = v, h * width + w
-                y[n, c, i, j] = best
-                indices[n, c, i, j] = best_index
+                w0 = j * sw - pw
+                if ki_lo[i] == ki_hi[i] or kj_lo[j] == kj_hi[j]:  # every tap in the padding
+                    y[un, uc, np.uintp(i), np.uintp(j)] = -np.inf
+                    indices[un, uc, np.uintp(i), np.uintp(j)] = -1
+                    continue
+                # start from the first tap inside x, then take any larger one; a NaN (v != v) wins, and
+                # stays. (Selects, not branches: on random data a branch here is mispredicted half the time.)
+                best_h, best_w = np.uintp(h0 + ki_lo[i] * dh), np.uintp(w0 + kj_lo[j] * dw)
+                best = x[un, uc, best_h, best_w]
+                best_index = best_h * uwidth + best_w
+                for ki in range(ki_lo[i], ki_hi[i]):
+                    uh = np.uintp(h0 + ki * dh)
+                    for kj in range(kj_lo[j], kj_hi[j]):
+                        uw = np.uintp(w0 + kj * dw)
+                        v = x[un, uc, uh, uw]
+                        better = (v > best) | ((v != v) & (best == best))
+                        best = v if better else best
+                        best_index = uh * uwidth + uw if better else best_index
+                y[un, uc, np.uintp(i), np.uintp(j)] = best
+                indices[un, uc, np.uintp(i), np.uintp(j)] = best_index
 
 
 @typed_jit(_backward_signature)
@@ -101,12 +122,13 @@ def _max_pool_backward_planes(g, indices, dx, first, stop):
     out_h, out_w = g.shape[2], g.shape[3]
     for p in range(first, stop):
         n, c = divmod(p, n_channels)
-        for i in range(out_h):
-            for j in range(out_w):
-                index = indices[n, c, i, j]
+        un, uc = np.uintp(n), np.uintp(c)
+        for i in range(np.uintp(out_h)):
+            for j in range(np.uintp(out_w)):
+                index = indices[un, uc, i, j]
                 if index >= 0:
-                    h, w = divmod(index, width)
-                    dx[n, c, h, w] += g[n, c, i, j]
+                    h, w = divmod(np.uintp(index), np.uintp(width))
+                    dx[un, uc, h, w] += g[un, uc, i, j]
 
 
 def _threads(n_elements):
