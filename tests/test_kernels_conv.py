@@ -84,6 +84,9 @@ def test_output_size_follows_pytorch():
     # ceil_mode: a window starting in the back padding is dropped (6 + 1 pad, k 2, s 2: 4 would start at 7)
     assert output_size(6, 2, 2, 1, 1, 1, ceil_mode=True) == 4
     assert output_size(3, 5, 1, 0, 0, 1) == 0
+    # ceil_mode: one window that starts at 0 and reaches past the end (taps 0 and 2 of a size 2)
+    assert output_size(2, 2, 3, 0, 0, 2) == 0
+    assert output_size(2, 2, 3, 0, 0, 2, ceil_mode=True) == 1
 
 
 def test_kernels_reject_other_arrays():

@@ -44,6 +44,7 @@ MAX_POOL2D_CASES = [
     {"kernel_size": (3, 2), "stride": (2, 1)},  # PyTorch's docs: nn.MaxPool2d((3, 2), stride=(2, 1))
     {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
     {"kernel_size": 2, "stride": 2, "padding": 1, "dilation": (2, 1)},
+    {"kernel_size": (3, 3), "stride": (3, 2), "padding": (1, 0), "dilation": (2, 1), "ceil_mode": True},
     {"kernel_size": (2, 3), "stride": 1, "padding": (1, 0)},  # overlapping windows share maxima
 ]
 
@@ -102,6 +103,7 @@ AVG_POOL2D_CASES = [
     {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
     {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
     {"kernel_size": 2, "stride": 3, "ceil_mode": True},  # windows that reach past the input
+    {"kernel_size": (3, 3), "stride": (3, 2), "padding": (1, 0), "ceil_mode": True},
     {"kernel_size": 2, "divisor_override": 3},
 ]
 
@@ -173,12 +175,14 @@ INTERPOLATE_CASES = [
     ((2, 2, 4, 5), {"scale_factor": 2, "mode": "nearest"}),
     ((2, 2, 4, 5), {"size": (7, 3), "mode": "nearest"}),
     ((2, 2, 5, 3), {"scale_factor": 1.5, "mode": "nearest"}),
+    ((2, 2, 2, 7), {"scale_factor": 1.3, "mode": "nearest"}),  # 2 * 1.3 rounds down to 2: a copy, as in PyTorch
     ((2, 2, 4, 5), {"scale_factor": 2, "mode": "bilinear", "align_corners": False}),
     ((2, 2, 4, 5), {"scale_factor": 2, "mode": "bilinear", "align_corners": True}),
     ((2, 2, 4, 5), {"size": (3, 8), "mode": "bilinear"}),
     ((2, 2, 5, 4), {"size": (1, 7), "mode": "bilinear", "align_corners": True}),
     ((2, 2, 5, 3), {"scale_factor": (1.7, 2.5), "mode": "bilinear"}),
     ((2, 3, 6), {"scale_factor": 2, "mode": "linear"}),
+    ((2, 2, 2, 7), {"scale_factor": 1.3, "mode": "bilinear"}),  # the height keeps its size: copied
     ((2, 3, 6), {"size": 4, "mode": "nearest"}),
 ]
 

@@ -36,14 +36,13 @@ from ._rows import PARALLEL_MIN_ELEMENTS  # noqa: E402
 def output_size(size, kernel, stride, pad_before, pad_after, dilation, ceil_mode=False):
     """Positions of a window of `kernel` taps `dilation` apart, moved by `stride`, on an axis of `size`
     padded by (pad_before, pad_after): floor (or ceil) of (size + pads - dilation (kernel - 1) - 1) / stride, + 1.
-    With ceil_mode a last window must still start inside the input or the front padding (PyTorch's rule)."""
-    span = size + pad_before + pad_after - dilation * (kernel - 1) - 1
-    if span < 0:
-        return 0
-    n = (-(-span // stride) if ceil_mode else span // stride) + 1
+    With ceil_mode a last window may reach past the end, but must start inside the input or the front
+    padding (PyTorch's rule)."""
+    span = size + pad_before + pad_after - dilation * (kernel - 1) - 1  # (negative: the window does not fit)
+    n = (span + (stride - 1 if ceil_mode else 0)) // stride + 1  # (floor division, also of a negative span)
     if ceil_mode and (n - 1) * stride >= size + pad_before:
         n -= 1
-    return n
+    return max(n, 0)
 
 
 def _check(name, x, ndim):
