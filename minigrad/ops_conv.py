@@ -11,6 +11,9 @@ matrix products on the columns that `kernels.im2col` cuts out of the input (see 
 so that, as for a Linear layer, dW = g cols^T and dcols = W^T g, and `col2im` adds each column of
 dcols back where its window was read. With `groups` the channels split into groups that never
 mix: the product is batched over the groups.
+
+Average pooling is im2col and a mean over each column; max pooling has kernels of its own
+(kernels/pool.py); adaptive pooling and interpolation are fixed linear maps along each axis.
 """
 import numpy as np
 
@@ -28,8 +31,8 @@ def _pairs(*values):
 class Conv2d(Function):
     """x (N, C, H, W) * weight (O, C / groups, kh, kw) + bias (O,) -> (N, O, OH, OW).
 
-    y[n, o, i, j] = bias[o] + sum over c, ki, kj of weight[o, c, ki, kj] x[n, c', i sh + ki dh - top, j sw + kj dw - left]
-    (c' runs over the channels of o's group; x is 0 in the padding). padding = (top, bottom, left, right).
+    y[n, o, i, j] = bias[o] + sum over c, ki, kj of w[o, c, ki, kj] x[n, c', i sh + ki dh - top, j sw + kj dw - left]
+    (c' the c-th channel of o's group; x is 0 in the padding). padding = (top, bottom, left, right).
     """
 
     @staticmethod
@@ -61,7 +64,8 @@ class Conv2d(Function):
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dcols = _mm(w2.transpose(0, 2, 1), g2)  # (groups, C/groups kh kw, N OH OW)
-            dx = kernels.col2im(dcols.reshape(-1, n, oh, ow), x_shape, kernel, stride, top_left, dilation)
+            dcols = dcols.reshape(x_shape[1] * kernel[0] * kernel[1], n, oh, ow)
+            dx = kernels.col2im(dcols, x_shape, kernel, stride, top_left, dilation)
         if ctx.needs_input_grad[1]:
             dw = _mm(g2, cols.transpose(0, 2, 1)).reshape(w_shape)
         if len(ctx.needs_input_grad) == 2:  # (called without a bias)
@@ -121,7 +125,8 @@ class ConvTranspose2d(Function):
         xg, w2 = ctx.saved_tensors
         x_shape, w_shape, kernel, stride, padding, dilation, groups = ctx.shapes
         n, cin, h, w = x_shape
-        gcols = kernels.im2col(g, kernel, stride, padding, dilation, (h, w)).reshape(groups, -1, n * h * w)
+        gcols = kernels.im2col(g, kernel, stride, padding, dilation, (h, w))
+        gcols = gcols.reshape(groups, gcols.shape[0] // groups, n * h * w)
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dx = np.ascontiguousarray(_mm(w2, gcols).reshape(cin, n, h, w).transpose(1, 0, 2, 3))
@@ -181,14 +186,14 @@ class Unfold(Function):
         cols = kernels.im2col(x, kernel_size, stride, padding, dilation, (oh, ow))
         ctx.args = (x.shape, kernel_size, stride, padding, dilation, (oh, ow))
         n = x.shape[0]
-        return np.ascontiguousarray(cols.reshape(-1, n, oh * ow).transpose(1, 0, 2))
+        return np.ascontiguousarray(cols.reshape(cols.shape[0], n, oh * ow).transpose(1, 0, 2))
 
     rule = "unfold copies x into columns: dx = fold(g), each column added back where it was read"
 
     @staticmethod
     def backward(ctx, g):
         x_shape, kernel, stride, padding, dilation, (oh, ow) = ctx.args
-        cols = g.transpose(1, 0, 2).reshape(-1, x_shape[0], oh, ow)
+        cols = g.transpose(1, 0, 2).reshape(g.shape[1], x_shape[0], oh, ow)
         return kernels.col2im(cols, x_shape, kernel, stride, padding, dilation)
 
 
@@ -218,7 +223,7 @@ class Fold(Function):
     def backward(ctx, g):
         kernel, stride, padding, dilation, (oh, ow) = ctx.args
         cols = kernels.im2col(g, kernel, stride, padding, dilation, (oh, ow))
-        return np.ascontiguousarray(cols.reshape(-1, g.shape[0], oh * ow).transpose(1, 0, 2))
+        return np.ascontiguousarray(cols.reshape(cols.shape[0], g.shape[0], oh * ow).transpose(1, 0, 2))
 
 
 # ============================================================================ padding
@@ -259,20 +264,11 @@ class Pad(Function):
 # ============================================================================ pooling
 class MaxPool2d(Function):
     """x (N, C, H, W) -> (max of each window (N, C, OH, OW), its position h W + w in x's plane, int64).
-    padding = (top, left), and the windows past the input are -inf."""
+    padding = (top, left); taps in the padding are skipped (kernels/pool.py)."""
 
     @staticmethod
     def forward(ctx, x, *, kernel_size, stride, padding, dilation, out_size):
-        n, c, h, w = x.shape
-        (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel_size, stride, padding, dilation, out_size
-        cols = kernels.im2col(x.reshape(n * c, 1, h, w), kernel_size, stride, padding, dilation, out_size,
-                              fill=-np.inf)  # (kh kw, N C, OH, OW)
-        arg = cols.argmax(axis=0)  # which tap of the window holds the max (the first, on a tie; NaN wins)
-        y = np.take_along_axis(cols, arg[None], axis=0)[0].reshape(n, c, oh, ow)
-        ki, kj = np.divmod(arg, kw)
-        rows = np.arange(oh).reshape(oh, 1) * sh + ki * dh - ph
-        columns = np.arange(ow) * sw + kj * dw - pw
-        indices = (rows * w + columns).reshape(n, c, oh, ow).astype(np.int64, copy=False)
+        y, indices = kernels.max_pool2d_forward(x, kernel_size, stride, padding, dilation, out_size)
         ctx.indices, ctx.shape = indices, x.shape
         return y, indices
 
@@ -280,11 +276,7 @@ class MaxPool2d(Function):
 
     @staticmethod
     def backward(ctx, g, g_indices=None):
-        n, c, h, w = ctx.shape
-        planes = np.arange(n * c).reshape(n, c, 1, 1) * (h * w)
-        # bincount adds the gradients of windows that share a max (overlapping windows)
-        dx = np.bincount((planes + ctx.indices).ravel(), weights=g.ravel(), minlength=n * c * h * w)
-        return dx.astype(g.dtype, copy=False).reshape(ctx.shape)
+        return kernels.max_pool2d_backward(g, ctx.indices, ctx.shape)
 
 
 class AvgPool2d(Function):

@@ -183,3 +183,19 @@ def test_torch_gpt_matches_minigrad_parameter_count():
 def test_unknown_section_is_an_error():
     with pytest.raises(SystemExit):
         benchmark.main(["--only", "nope"])
+
+
+def test_quick_conv_json(capsys):
+    results = benchmark.main(["--quick", "--only", "conv", "--json", "--repeats", "1"] + NO_TORCH)
+    json.loads(capsys.readouterr().out)
+    conv = results["conv"]
+    assert [r["name"] for r in conv["layers"]] == [case[0] for case in benchmark.conv.QUICK_CASES]
+    expected = {"minigrad fwd", "minigrad fwd+bwd"} | ({"torch fwd", "torch fwd+bwd"} if HAS_TORCH else set())
+    for row in conv["layers"]:
+        assert set(row["seconds"]) == expected and all(_positive(v) for v in row["seconds"].values())
+        for value in row["ratio"].values():
+            assert _positive(value) if HAS_TORCH else value is None
+    step = conv["cnn_step"]
+    assert set(step["seconds"]) == {"minigrad"} | ({"torch"} if HAS_TORCH else set())
+    assert _positive(step["ratio"]["torch/minigrad"]) if HAS_TORCH else step["ratio"]["torch/minigrad"] is None
+    _check_targets(results)

@@ -64,30 +64,40 @@ def test_conv2d_gradcheck(x_shape, w_shape, kwargs):
     assert mg.gradcheck(lambda *t: F.conv2d(*t, **kwargs).tanh(), inputs)
 
 
-@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES)
-def test_conv2d_matches_pytorch(x_shape, w_shape, kwargs):
+def compare_float32_with_pytorch(ours_fn, torch_fn, arrays, terms):
+    """Forward and every input's gradient of ours_fn and torch_fn on float32 copies of `arrays`, for a
+    random output gradient, each within the bound of the module docstring; terms[i] is the most
+    products a number of output i sums (output 0 the forward, then one per input's gradient)."""
     torch = pytest.importorskip("torch")
-    tf = torch.nn.functional
-    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(1))
-    arrays = [a.astype(np.float32) for a in (x, w) + (() if b is None else (b,))]
+    arrays = [a.astype(np.float32) for a in arrays]
     ours = [mg.tensor(a, requires_grad=True) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    y, ty = F.conv2d(*ours, **kwargs), tf.conv2d(*theirs, **kwargs)
+    y, ty = ours_fn(*ours), torch_fn(*theirs)
+    assert y.shape == tuple(ty.shape)
     g = np.random.default_rng(2).standard_normal(ty.shape).astype(np.float32)
     y.backward(mg.tensor(g))
     ty.backward(torch.tensor(g))
     # the same computation on |x|, |w|, |b|, |g| in float64 bounds every sum's terms (module docstring)
     absolute = [torch.tensor(np.abs(a).astype(np.float64), requires_grad=True) for a in arrays]
-    ay = tf.conv2d(*absolute, **kwargs)
+    ay = torch_fn(*absolute)
     ay.backward(torch.tensor(np.abs(g).astype(np.float64)))
+    assert_float32_close(y, ty.detach(), ay.detach(), terms[0])
+    for a, ta, aa, k in zip(ours, theirs, absolute, terms[1:]):
+        assert_float32_close(a.grad, ta.grad, aa.grad, k)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV2D_CASES)
+def test_conv2d_matches_pytorch(x_shape, w_shape, kwargs):
+    torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(1))
     o, cg, kh, kw = w_shape
-    n, oh, ow = ty.shape[0], ty.shape[2], ty.shape[3]
-    assert y.shape == tuple(ty.shape)
-    assert_float32_close(y, ty.detach(), ay.detach(), cg * kh * kw + 1)  # + the bias
-    assert_float32_close(ours[0].grad, theirs[0].grad, absolute[0].grad, (o // kwargs.get("groups", 1)) * kh * kw)
-    assert_float32_close(ours[1].grad, theirs[1].grad, absolute[1].grad, n * oh * ow)
-    if b is not None:
-        assert_float32_close(ours[2].grad, theirs[2].grad, absolute[2].grad, n * oh * ow)
+    n, _, oh, ow = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), **kwargs).shape
+    # an output sums C_in/groups kh kw products and the bias; an input's gradient at most (C_out/groups)
+    # kh kw; a weight's and a bias's gradient sum over the N OH OW output positions
+    terms = [cg * kh * kw + 1, (o // kwargs.get("groups", 1)) * kh * kw, n * oh * ow, n * oh * ow]
+    compare_float32_with_pytorch(lambda *t: F.conv2d(*t, **kwargs),
+                                 lambda *t: torch.nn.functional.conv2d(*t, **kwargs),
+                                 (x, w) + (() if b is None else (b,)), terms)
 
 
 def test_conv2d_on_the_numpy_twins_equals_the_kernels():
@@ -116,11 +126,17 @@ CONV1D_CASES = [
 
 
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV1D_CASES)
-def test_conv1d_gradcheck_and_pytorch(x_shape, w_shape, kwargs):
+def test_conv1d_gradcheck(x_shape, w_shape, kwargs):
     x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(4))
     arrays = (x, w) + (() if b is None else (b,))
     assert mg.gradcheck(lambda *t: F.conv1d(*t, **kwargs).tanh(), [t64(a) for a in arrays])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV1D_CASES)
+def test_conv1d_matches_pytorch_in_float64(x_shape, w_shape, kwargs):
     torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(4))
+    arrays = (x, w) + (() if b is None else (b,))
     ours = [t64(a) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     y, ty = F.conv1d(*ours, **kwargs), torch.nn.functional.conv1d(*theirs, **kwargs)
@@ -141,14 +157,52 @@ TRANSPOSE_CASES = [
 ]
 
 
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", CONV1D_CASES)
+def test_conv1d_matches_pytorch_in_float32(x_shape, w_shape, kwargs):
+    torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(12))
+    o, cg, k = w_shape
+    n, _, length = torch.nn.functional.conv1d(torch.tensor(x), torch.tensor(w), **kwargs).shape
+    positions = n * length  # (the terms as for conv2d, with a height of 1)
+    compare_float32_with_pytorch(lambda *t: F.conv1d(*t, **kwargs), lambda *t: torch.nn.functional.conv1d(*t, **kwargs),
+                                 (x, w) + (() if b is None else (b,)),
+                                 [cg * k + 1, (o // kwargs.get("groups", 1)) * k, positions, positions])
+
+
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES)
-def test_conv_transpose2d_gradcheck_and_pytorch(x_shape, w_shape, kwargs):
+def test_conv_transpose2d_matches_pytorch_in_float32(x_shape, w_shape, kwargs):
+    torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(13))
+    cin, og, kh, kw = w_shape
+    groups = kwargs.get("groups", 1)
+    if b is not None:
+        b = np.random.default_rng(14).standard_normal(og * groups)
+    # an output sums at most (C_in / groups) kh kw products (+ the bias); dx is a convolution of g
+    # with (C_out / groups) kh kw taps; dW sums over the N H W input positions, db over the N OH OW outputs
+    positions = x_shape[0] * x_shape[2] * x_shape[3]
+    n, _, oh, ow = torch.nn.functional.conv_transpose2d(torch.tensor(x), torch.tensor(w), **kwargs).shape
+    compare_float32_with_pytorch(lambda *t: F.conv_transpose2d(*t, **kwargs),
+                                 lambda *t: torch.nn.functional.conv_transpose2d(*t, **kwargs),
+                                 (x, w) + (() if b is None else (b,)),
+                                 [cin // groups * kh * kw + 1, og * kh * kw, positions, n * oh * ow])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES)
+def test_conv_transpose2d_gradcheck(x_shape, w_shape, kwargs):
     x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(5))
     if b is not None:
         b = np.random.default_rng(6).standard_normal(w_shape[1] * kwargs.get("groups", 1))
     arrays = (x, w) + (() if b is None else (b,))
     assert mg.gradcheck(lambda *t: F.conv_transpose2d(*t, **kwargs).tanh(), [t64(a) for a in arrays])
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSE_CASES)
+def test_conv_transpose2d_matches_pytorch_in_float64(x_shape, w_shape, kwargs):
     torch = pytest.importorskip("torch")
+    x, w, b, kwargs = _conv2d_args(x_shape, w_shape, kwargs, np.random.default_rng(5))
+    if b is not None:
+        b = np.random.default_rng(6).standard_normal(w_shape[1] * kwargs.get("groups", 1))
+    arrays = (x, w) + (() if b is None else (b,))
     ours = [t64(a) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     y, ty = F.conv_transpose2d(*ours, **kwargs), torch.nn.functional.conv_transpose2d(*theirs, **kwargs)
@@ -171,7 +225,7 @@ def test_conv_transpose2d_is_the_input_gradient_of_conv2d():
 
 
 # ----------------------------------------------------------------------------- unfold / fold
-def test_unfold_and_fold_pytorch_docs_shapes_gradcheck_and_values():
+def test_unfold_and_fold_docs_shapes_and_gradcheck():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 5, 3, 4))
     assert F.unfold(t64(x), kernel_size=(2, 3)).shape == (2, 30, 4)  # PyTorch's docs
@@ -181,7 +235,15 @@ def test_unfold_and_fold_pytorch_docs_shapes_gradcheck_and_values():
     assert mg.gradcheck(lambda t: F.unfold(t, **args).tanh(), [t64(x)])
     folded_input = rng.standard_normal(F.unfold(t64(x), **args).shape)
     assert mg.gradcheck(lambda t: F.fold(t, (3, 4), **args).tanh(), [t64(folded_input)])
+
+
+def test_unfold_and_fold_match_pytorch():
     torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 5, 3, 4))
+    rng.standard_normal((1, 3 * 2 * 2, 12))  # (the same draws as above, so the same folded_input)
+    args = {"kernel_size": (2, 3), "dilation": (1, 2), "padding": 1, "stride": (2, 1)}
+    folded_input = rng.standard_normal(F.unfold(t64(x), **args).shape)
     tf = torch.nn.functional
     np.testing.assert_array_equal(F.unfold(t64(x), **args).numpy(), tf.unfold(torch.tensor(x), **args).numpy())
     np.testing.assert_allclose(F.fold(t64(folded_input), (3, 4), **args).numpy(),
@@ -219,11 +281,12 @@ def test_conv_layers_shapes_and_pytorch_init():
 
 
 @pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
-def test_conv2d_layer_padding_modes_match_pytorch(mode):
+@pytest.mark.parametrize("padding, kernel", [((1, 2), 3), ("same", (4, 3))])
+def test_conv2d_layer_padding_modes_match_pytorch(mode, padding, kernel):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(10)
-    ours = nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode, dtype=np.float64)
-    theirs = torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode, dtype=torch.float64)
+    ours = nn.Conv2d(2, 3, kernel, padding=padding, padding_mode=mode, dtype=np.float64)
+    theirs = torch.nn.Conv2d(2, 3, kernel, padding=padding, padding_mode=mode, dtype=torch.float64)
     with torch.no_grad():
         theirs.weight.copy_(torch.tensor(ours.weight.numpy()))
         theirs.bias.copy_(torch.tensor(ours.bias.numpy()))
@@ -267,3 +330,23 @@ def test_conv_errors_name_the_op_and_the_shapes(call, parts):
 def test_conv2d_input_dtype_must_match_the_weight():
     with pytest.raises(TypeError, match="conv2d: input is float64 but the weight is float32"):
         nn.Conv2d(1, 1, 3)(mg.randn(1, 1, 5, 5, dtype="float64"))
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: F.conv2d(x, mg.randn(6, 2, 3, 3), padding=1, groups=2),
+    lambda x: F.conv1d(x[:, :, 0], mg.randn(4, 4, 3)),
+    lambda x: F.conv_transpose2d(x, mg.randn(4, 3, 3, 3), stride=2),
+    lambda x: F.unfold(x, 2),
+    lambda x: F.fold(F.unfold(x, 2), (5, 5), 2),
+    lambda x: F.max_pool2d(x, 2),
+    lambda x: F.avg_pool2d(x, 2, ceil_mode=True),
+    lambda x: F.adaptive_avg_pool2d(x, 2),
+    lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    lambda x: F.pad(x, (1, 1, 2, 0), mode="reflect"),
+])
+def test_an_empty_batch_goes_forward_and_backward(op):
+    x = mg.randn(0, 4, 5, 5, requires_grad=True)
+    y = op(x)
+    assert y.shape[0] == 0
+    y.sum().backward()
+    assert x.grad.shape == x.shape

@@ -44,15 +44,21 @@ MAX_POOL2D_CASES = [
     {"kernel_size": (3, 2), "stride": (2, 1)},  # PyTorch's docs: nn.MaxPool2d((3, 2), stride=(2, 1))
     {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
     {"kernel_size": 2, "stride": 2, "padding": 1, "dilation": (2, 1)},
+    {"kernel_size": (3, 3), "stride": (3, 2), "padding": (1, 0), "dilation": (2, 1), "ceil_mode": True},
     {"kernel_size": (2, 3), "stride": 1, "padding": (1, 0)},  # overlapping windows share maxima
 ]
 
 
 @pytest.mark.parametrize("kwargs", MAX_POOL2D_CASES)
-def test_max_pool2d_gradcheck_and_pytorch(kwargs):
+def test_max_pool2d_gradcheck(kwargs):
     x = np.random.default_rng(0).standard_normal((2, 3, 7, 6))
     assert mg.gradcheck(lambda t: F.max_pool2d(t, **kwargs), [t64(x)])
+
+
+@pytest.mark.parametrize("kwargs", MAX_POOL2D_CASES)
+def test_max_pool2d_matches_pytorch(kwargs):
     torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((2, 3, 7, 6))
     compare_with_pytorch(lambda t: F.max_pool2d(t, **kwargs), lambda t: torch.nn.functional.max_pool2d(t, **kwargs),
                          x, float32_exact=True)
     y, indices = F.max_pool2d(t64(x), **kwargs, return_indices=True)
@@ -63,10 +69,16 @@ def test_max_pool2d_gradcheck_and_pytorch(kwargs):
 
 @pytest.mark.parametrize("kwargs", [{"kernel_size": 3, "stride": 2}, {"kernel_size": 2, "padding": 1,
                                                                       "dilation": 2, "ceil_mode": True}])
-def test_max_pool1d_gradcheck_and_pytorch(kwargs):
+def test_max_pool1d_gradcheck(kwargs):
     x = np.random.default_rng(1).standard_normal((2, 3, 9))  # PyTorch's docs: (20, 16, 50) and MaxPool1d(3, 2)
     assert mg.gradcheck(lambda t: F.max_pool1d(t, **kwargs), [t64(x)])
+
+
+@pytest.mark.parametrize("kwargs", [{"kernel_size": 3, "stride": 2}, {"kernel_size": 2, "padding": 1,
+                                                                      "dilation": 2, "ceil_mode": True}])
+def test_max_pool1d_matches_pytorch(kwargs):
     torch = pytest.importorskip("torch")
+    x = np.random.default_rng(1).standard_normal((2, 3, 9))  # PyTorch's docs: (20, 16, 50) and MaxPool1d(3, 2)
     compare_with_pytorch(lambda t: F.max_pool1d(t, **kwargs), lambda t: torch.nn.functional.max_pool1d(t, **kwargs),
                          x, float32_exact=True)
     _, indices = nn.MaxPool1d(**kwargs, return_indices=True)(t64(x))
@@ -91,23 +103,34 @@ AVG_POOL2D_CASES = [
     {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
     {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
     {"kernel_size": 2, "stride": 3, "ceil_mode": True},  # windows that reach past the input
+    {"kernel_size": (3, 3), "stride": (3, 2), "padding": (1, 0), "ceil_mode": True},
     {"kernel_size": 2, "divisor_override": 3},
 ]
 
 
 @pytest.mark.parametrize("kwargs", AVG_POOL2D_CASES)
-def test_avg_pool2d_gradcheck_and_pytorch(kwargs):
+def test_avg_pool2d_gradcheck(kwargs):
     x = np.random.default_rng(2).standard_normal((2, 3, 7, 6))
     assert mg.gradcheck(lambda t: F.avg_pool2d(t, **kwargs), [t64(x)])
+
+
+@pytest.mark.parametrize("kwargs", AVG_POOL2D_CASES)
+def test_avg_pool2d_matches_pytorch(kwargs):
     torch = pytest.importorskip("torch")
+    x = np.random.default_rng(2).standard_normal((2, 3, 7, 6))
     compare_with_pytorch(lambda t: F.avg_pool2d(t, **kwargs), lambda t: torch.nn.functional.avg_pool2d(t, **kwargs), x)
 
 
 @pytest.mark.parametrize("size", [(5, 7), 7, (None, 7), (3, 2), (1, 1), (7, 6), (10, 4)])
-def test_adaptive_avg_pool2d_gradcheck_and_pytorch(size):
+def test_adaptive_avg_pool2d_gradcheck(size):
     x = np.random.default_rng(3).standard_normal((2, 3, 7, 6))  # PyTorch's docs: (1, 64, 8, 9) to (5, 7), 7, (None, 7)
     assert mg.gradcheck(lambda t: F.adaptive_avg_pool2d(t, size), [t64(x)])
+
+
+@pytest.mark.parametrize("size", [(5, 7), 7, (None, 7), (3, 2), (1, 1), (7, 6), (10, 4)])
+def test_adaptive_avg_pool2d_matches_pytorch(size):
     torch = pytest.importorskip("torch")
+    x = np.random.default_rng(3).standard_normal((2, 3, 7, 6))  # PyTorch's docs: (1, 64, 8, 9) to (5, 7), 7, (None, 7)
     compare_with_pytorch(lambda t: nn.AdaptiveAvgPool2d(size)(t),
                          lambda t: torch.nn.functional.adaptive_avg_pool2d(t, size), x)
 
@@ -126,11 +149,17 @@ PAD_CASES = [
 
 
 @pytest.mark.parametrize("pads, mode, value", PAD_CASES)
-def test_pad_gradcheck_and_pytorch(pads, mode, value):
+def test_pad_gradcheck(pads, mode, value):
     x = np.random.default_rng(4).standard_normal((3, 3, 4, 2))
     kwargs = {"mode": mode} if value is None else {"mode": mode, "value": value}
     assert mg.gradcheck(lambda t: F.pad(t, pads, **kwargs).tanh(), [t64(x)])
+
+
+@pytest.mark.parametrize("pads, mode, value", PAD_CASES)
+def test_pad_matches_pytorch(pads, mode, value):
     torch = pytest.importorskip("torch")
+    x = np.random.default_rng(4).standard_normal((3, 3, 4, 2))
+    kwargs = {"mode": mode} if value is None else {"mode": mode, "value": value}
     compare_with_pytorch(lambda t: F.pad(t, pads, **kwargs), lambda t: torch.nn.functional.pad(t, pads, **kwargs), x)
 
 
@@ -146,21 +175,28 @@ INTERPOLATE_CASES = [
     ((2, 2, 4, 5), {"scale_factor": 2, "mode": "nearest"}),
     ((2, 2, 4, 5), {"size": (7, 3), "mode": "nearest"}),
     ((2, 2, 5, 3), {"scale_factor": 1.5, "mode": "nearest"}),
+    ((2, 2, 2, 7), {"scale_factor": 1.3, "mode": "nearest"}),  # 2 * 1.3 rounds down to 2: a copy, as in PyTorch
     ((2, 2, 4, 5), {"scale_factor": 2, "mode": "bilinear", "align_corners": False}),
     ((2, 2, 4, 5), {"scale_factor": 2, "mode": "bilinear", "align_corners": True}),
     ((2, 2, 4, 5), {"size": (3, 8), "mode": "bilinear"}),
     ((2, 2, 5, 4), {"size": (1, 7), "mode": "bilinear", "align_corners": True}),
     ((2, 2, 5, 3), {"scale_factor": (1.7, 2.5), "mode": "bilinear"}),
     ((2, 3, 6), {"scale_factor": 2, "mode": "linear"}),
+    ((2, 2, 2, 7), {"scale_factor": 1.3, "mode": "bilinear"}),  # the height keeps its size: copied
     ((2, 3, 6), {"size": 4, "mode": "nearest"}),
 ]
 
 
 @pytest.mark.parametrize("shape, kwargs", INTERPOLATE_CASES)
-def test_interpolate_gradcheck_and_pytorch(shape, kwargs):
+def test_interpolate_gradcheck(shape, kwargs):
     x = np.random.default_rng(5).standard_normal(shape)
     assert mg.gradcheck(lambda t: F.interpolate(t, **kwargs), [t64(x)])
+
+
+@pytest.mark.parametrize("shape, kwargs", INTERPOLATE_CASES)
+def test_interpolate_matches_pytorch(shape, kwargs):
     torch = pytest.importorskip("torch")
+    x = np.random.default_rng(5).standard_normal(shape)
     compare_with_pytorch(lambda t: nn.Upsample(**kwargs)(t), lambda t: torch.nn.functional.interpolate(t, **kwargs), x)
 
 

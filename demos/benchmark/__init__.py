@@ -4,7 +4,7 @@
     python -m demos.benchmark --quick           # a smoke run, well under 30 s (no memory, no start-up)
     python -m demos.benchmark --only matmul,softmax --json > bench.json
 
-Six sections (choose with --only), one module each:
+Seven sections (choose with --only), one module each:
 
 - matmul:  float32 GFLOP/s of minigrad's numba kernel, np.matmul and torch.matmul, at square
            sizes and at the shapes a GPT training step multiplies (2-D and batched attention).
@@ -16,6 +16,8 @@ Six sections (choose with --only), one module each:
            start to the end of the first GPT training step; then the same with the warm cache.
 - train:   demos.char_gpt's whole training run (nanoGPT's CPU configuration on Shakespeare, 2000
            iterations with its evaluations) in minigrad and the same run in PyTorch: wall time of each.
+- conv:    nn.Conv2d forward and backward at LeNet and small-ResNet shapes, and one training step of
+           a LeNet-style CNN, minigrad against PyTorch.
 
 The other modules: `timing` (how a candidate is timed), `report` (numbers and tables), `threads`
 (thread counts of every library), `system` (the header), `models` (the two GPTs and their training

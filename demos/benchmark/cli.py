@@ -10,6 +10,7 @@ import sys
 import time
 
 from .busy import bench_busy, format_busy
+from .conv import bench_conv, format_conv
 from .gpt import bench_gpt, format_gpt, profile_gpt_step
 from .matmul import bench_matmul, format_matmul
 from .memory import bench_memory, child_memory, format_memory
@@ -22,7 +23,7 @@ from .threads import set_threads
 from .timing import settle_seconds
 from .train import bench_train, format_train
 
-SECTIONS = ("matmul", "softmax", "gpt", "busy", "startup", "train")
+SECTIONS = ("matmul", "softmax", "gpt", "busy", "startup", "train", "conv")
 TORCH_MISSING = "PyTorch not installed (pip install -e '.[bench]')"
 
 
@@ -152,6 +153,7 @@ def main(argv=None):
         "busy": [("busy", lambda: bench_busy(args, torch), format_busy)],
         "startup": [("startup", lambda: bench_startup(args), format_startup)],
         "train": [("train", lambda: bench_train(args, torch), format_train)],
+        "conv": [("conv", lambda: bench_conv(args, torch), format_conv)],
     }
     results["section_seconds"] = {}
     for section in sections:

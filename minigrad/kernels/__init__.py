@@ -220,6 +220,18 @@ def col2im(cols, input_shape, kernel_size, stride, padding, dilation):
     return _run("col2im", cols, input_shape, kernel_size, stride, padding, dilation)
 
 
+@_kernel("pool")
+def max_pool2d_forward(x, kernel_size, stride, padding, dilation, out_size):
+    """x (N, C, H, W) -> (y, indices) (N, C, OH, OW): each window's max and its place h W + w in x's plane."""
+    return _run("max_pool2d_forward", x, kernel_size, stride, padding, dilation, out_size)
+
+
+@_kernel("pool")
+def max_pool2d_backward(g, indices, input_shape):
+    """g (N, C, OH, OW) -> dx (N, C, H, W): each window's g added where its max was."""
+    return _run("max_pool2d_backward", g, indices, input_shape)
+
+
 def describe():
     """What the compiled kernels run on: a dict for benchmarks and bug reports. Imports numba."""
     from . import _cpu, _jit

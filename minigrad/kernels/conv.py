@@ -21,7 +21,8 @@ nothing more.
 The numpy twins pad x once and take kh * kw strided slices of it (one per kernel offset). The
 numba kernels walk the same loops with the padding handled by index arithmetic instead of a
 padded copy; ``im2col`` shares out the rows of cols (one per channel and offset), ``col2im`` the
-planes (n, c) of dx, so no two threads write the same number.
+planes (n, c) of dx, so no two threads write the same number. They read C-contiguous arrays
+(another layout is copied first), so that a row of a window with stride 1 is a contiguous copy.
 """
 import numpy as np
 
@@ -35,14 +36,13 @@ from ._rows import PARALLEL_MIN_ELEMENTS  # noqa: E402
 def output_size(size, kernel, stride, pad_before, pad_after, dilation, ceil_mode=False):
     """Positions of a window of `kernel` taps `dilation` apart, moved by `stride`, on an axis of `size`
     padded by (pad_before, pad_after): floor (or ceil) of (size + pads - dilation (kernel - 1) - 1) / stride, + 1.
-    With ceil_mode a last window must still start inside the input or the front padding (PyTorch's rule)."""
-    span = size + pad_before + pad_after - dilation * (kernel - 1) - 1
-    if span < 0:
-        return 0
-    n = (-(-span // stride) if ceil_mode else span // stride) + 1
+    With ceil_mode a last window may reach past the end, but must start inside the input or the front
+    padding (PyTorch's rule)."""
+    span = size + pad_before + pad_after - dilation * (kernel - 1) - 1  # (negative: the window does not fit)
+    n = (span + (stride - 1 if ceil_mode else 0)) // stride + 1  # (floor division, also of a negative span)
     if ceil_mode and (n - 1) * stride >= size + pad_before:
         n -= 1
-    return n
+    return max(n, 0)
 
 
 def _check(name, x, ndim):
@@ -93,20 +93,22 @@ def col2im_numpy(cols, input_shape, kernel_size, stride, padding, dilation):
 
 # ----------------------------------------------------------------------------- numba kernels
 def _im2col_signature(dtype):
-    """x (N, C, H, W) any strides, cols (C*kh*kw, N, OH, OW) C-contiguous, 8 ints, fill, first, stop."""
-    return types.void(types.Array(dtype, 4, "A", readonly=True), types.Array(dtype, 4, "C"),
+    """x (N, C, H, W) and cols (C*kh*kw, N, OH, OW) C-contiguous, 8 ints, fill, first, stop."""
+    return types.void(types.Array(dtype, 4, "C", readonly=True), types.Array(dtype, 4, "C"),
                       *[types.intp] * 8, dtype, types.intp, types.intp)
 
 
 def _col2im_signature(dtype):
-    """cols (C*kh*kw, N, OH, OW) any strides, dx (N, C, H, W) C-contiguous zeros, 8 ints, first, stop."""
-    return types.void(types.Array(dtype, 4, "A", readonly=True), types.Array(dtype, 4, "C"),
+    """cols (C*kh*kw, N, OH, OW) and dx (N, C, H, W) C-contiguous (dx zeros), 8 ints, first, stop."""
+    return types.void(types.Array(dtype, 4, "C", readonly=True), types.Array(dtype, 4, "C"),
                       *[types.intp] * 8, types.intp, types.intp)
 
 
 @typed_jit(_im2col_signature)
 def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
-    """The rows first <= r < stop of cols: channel c = r // (kh kw), kernel offset (ki, kj)."""
+    """The rows first <= r < stop of cols: channel c = r // (kh kw), kernel offset (ki, kj).
+    Every access names all four indices, unsigned once known to be inside (``u*``): a row view
+    sliced out each time, or numba's handling of negative indices, would cost more than the copy."""
     n_batch, height, width = x.shape[0], x.shape[2], x.shape[3]
     out_h, out_w = cols.shape[2], cols.shape[3]
     for r in range(first, stop):
@@ -116,44 +118,58 @@ def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
         offset = kj * dw - pw
         lo = min(out_w, max(0, (-offset + sw - 1) // sw))
         hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+        ur, uc, ulo, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(lo), np.uintp(hi - lo), np.uintp(sw)
+        w_lo = np.uintp(lo * sw + offset)  # the column of x that output lo reads
         for n in range(n_batch):
+            un = np.uintp(n)
             for oh in range(out_h):
+                uoh = np.uintp(oh)
                 h = oh * sh + ki * dh - ph
-                row = cols[r, n, oh]
                 if h < 0 or h >= height:
-                    for ow in range(out_w):
-                        row[ow] = fill
+                    for ow in range(np.uintp(out_w)):
+                        cols[ur, un, uoh, ow] = fill
                     continue
-                src = x[n, c, h]
-                for ow in range(lo):
-                    row[ow] = fill
-                for ow in range(lo, hi):
-                    row[ow] = src[ow * sw + offset]
-                for ow in range(hi, out_w):
-                    row[ow] = fill
+                uh = np.uintp(h)
+                for ow in range(ulo):
+                    cols[ur, un, uoh, ow] = fill
+                if sw == 1:  # (a contiguous copy, which LLVM vectorises)
+                    for i in range(u_inside):
+                        cols[ur, un, uoh, ulo + i] = x[un, uc, uh, w_lo + i]
+                else:
+                    for i in range(u_inside):
+                        cols[ur, un, uoh, ulo + i] = x[un, uc, uh, w_lo + i * usw]
+                for ow in range(np.uintp(hi), np.uintp(out_w)):
+                    cols[ur, un, uoh, ow] = fill
 
 
 @typed_jit(_col2im_signature)
 def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
-    """The planes first <= p < stop of dx, p = n C + c: each adds up what its windows read."""
+    """The planes first <= p < stop of dx, p = n C + c: each adds up what its windows read
+    (unsigned indices, as in _im2col_rows)."""
     n_channels, height, width = dx.shape[1], dx.shape[2], dx.shape[3]
     out_h, out_w = cols.shape[2], cols.shape[3]
     for p in range(first, stop):
         n, c = divmod(p, n_channels)
-        plane = dx[n, c]
+        un, uc = np.uintp(n), np.uintp(c)
         for ki in range(kh):
             for kj in range(kw):
-                r = (c * kh + ki) * kw + kj
+                ur = np.uintp((c * kh + ki) * kw + kj)
                 offset = kj * dw - pw
                 lo = min(out_w, max(0, (-offset + sw - 1) // sw))
                 hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+                ulo, u_inside, usw = np.uintp(lo), np.uintp(hi - lo), np.uintp(sw)
+                w_lo = np.uintp(lo * sw + offset)
                 for oh in range(out_h):
                     h = oh * sh + ki * dh - ph
                     if h < 0 or h >= height:
                         continue
-                    dst, src = plane[h], cols[r, n, oh]
-                    for ow in range(lo, hi):
-                        dst[ow * sw + offset] += src[ow]
+                    uh, uoh = np.uintp(h), np.uintp(oh)
+                    if sw == 1:
+                        for i in range(u_inside):
+                            dx[un, uc, uh, w_lo + i] += cols[ur, un, uoh, ulo + i]
+                    else:
+                        for i in range(u_inside):
+                            dx[un, uc, uh, w_lo + i * usw] += cols[ur, un, uoh, ulo + i]
 
 
 def _threads(n_elements):
@@ -167,8 +183,8 @@ def im2col_numba(x, kernel_size, stride, padding, dilation, out_size, fill=0.0):
     n, c = x.shape[:2]
     cols = np.empty((c * kh * kw, n, oh, ow), dtype=x.dtype)
     if cols.size:
-        parallel_for(_im2col_rows.for_dtype(x.dtype), c * kh * kw, x, cols, kh, kw, sh, sw, ph, pw, dh, dw,
-                     x.dtype.type(fill), threads=_threads(cols.size))
+        parallel_for(_im2col_rows.for_dtype(x.dtype), c * kh * kw, np.ascontiguousarray(x), cols,
+                     kh, kw, sh, sw, ph, pw, dh, dw, x.dtype.type(fill), threads=_threads(cols.size))
     return cols
 
 
@@ -178,6 +194,6 @@ def col2im_numba(cols, input_shape, kernel_size, stride, padding, dilation):
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
     dx = np.zeros(tuple(input_shape), dtype=cols.dtype)
     if dx.size and cols.size:
-        parallel_for(_col2im_planes.for_dtype(cols.dtype), dx.shape[0] * dx.shape[1], cols, dx, kh, kw, sh, sw,
-                     ph, pw, dh, dw, threads=_threads(cols.size))
+        parallel_for(_col2im_planes.for_dtype(cols.dtype), dx.shape[0] * dx.shape[1], np.ascontiguousarray(cols), dx,
+                     kh, kw, sh, sw, ph, pw, dh, dw, threads=_threads(cols.size))
     return dx

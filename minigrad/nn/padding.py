@@ -5,7 +5,9 @@
 
 Modes: 'constant' (`value`, default 0; negative pads crop), 'reflect' (mirrored about the edge,
 which is not repeated: [1 2 3] -> 3 2 [1 2 3] 2 1), 'replicate' (the edge repeated: 1 1 [1 2 3] 3 3)
-and 'circular' (wrapped around: 2 3 [1 2 3] 1 2). The op and its gradient: ops_conv.Pad.
+and 'circular' (wrapped around: 2 3 [1 2 3] 1 2). Every mode pads any number of trailing axes
+(PyTorch's non-constant modes take only the last 1 to 3 axes of a 2-D to 5-D input, and give the
+same numbers there). The op and its gradient: ops_conv.Pad.
 """
 import numbers
 

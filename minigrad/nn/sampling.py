@@ -2,10 +2,14 @@
 
 Each output position o of an axis of n inputs reads a source position src(o):
 
-- 'nearest': x[min(floor(o * scale), n - 1)], scale = n / out (or 1 / scale_factor when given);
+- 'nearest': x[min(floor(o * scale), n - 1)], scale = n / out (or 1 / scale_factor when given),
+  except that out = 2 n repeats each input twice (as PyTorch does);
 - 'linear' / 'bilinear': a blend of the two neighbours of src, weights 1 - t and t, t = src - floor(src):
   align_corners=True:  src = o (n - 1) / (out - 1), the corner pixels' centres meet;
   align_corners=False: src = (o + 1/2) scale - 1/2 (at least 0), the pixels' areas meet (PyTorch's default).
+
+An axis that keeps its size (out = n) is copied, in every mode, whatever the scale factor (as in
+PyTorch, where 2 * 1.3 rounds down to 2).
 
 Both are a fixed matrix per axis, A (out, n), so the op is y = A x B^T (ops_conv.Resample), whose
 gradient is A^T g B: each input gets back the share it gave to every output.
@@ -27,15 +31,21 @@ def _scale(n, out, scale_factor):
 
 
 def _nearest_matrix(n, out, scale_factor, dtype):
-    # PyTorch computes the source index in float32: floor(o * scale) rounds as it does
-    scale = np.float32(_scale(n, out, scale_factor))
-    src = np.minimum(np.floor(np.arange(out, dtype=np.float32) * scale).astype(np.int64), n - 1)
+    if out == n:  # PyTorch's two exact cases, whatever the scale factor: a copy, and each input twice
+        src = np.arange(out)
+    elif out == 2 * n:
+        src = np.arange(out) // 2
+    else:  # PyTorch computes the source index in float32: floor(o * scale) rounds as it does
+        scale = np.float32(_scale(n, out, scale_factor))
+        src = np.minimum(np.floor(np.arange(out, dtype=np.float32) * scale).astype(np.int64), n - 1)
     a = np.zeros((out, n), dtype=dtype)
     a[np.arange(out), src] = 1
     return a
 
 
 def _linear_matrix(n, out, scale_factor, align_corners, dtype):
+    if out == n:  # PyTorch copies an axis that keeps its size, whatever the scale factor
+        return np.eye(n, dtype=dtype)
     o = np.arange(out, dtype=np.float64)
     if align_corners:
         src = o * ((n - 1) / (out - 1)) if out > 1 else np.zeros(out)
