@@ -223,7 +223,10 @@ class Module:
             raise ValueError(f"load_state_dict into {type(self).__name__}:\n  " + "\n  ".join(problems))
         for k, t in own.items():
             if k in state_dict:
-                t.data = np.array(state_dict[k], dtype=t.dtype)
+                value = state_dict[k]
+                if hasattr(value, "detach") and not isinstance(value, np.ndarray):  # a PyTorch tensor
+                    value = value.detach().cpu().numpy()
+                t.data = np.array(value, dtype=t.dtype)
                 t._bump("load_state_dict")
         return IncompatibleKeys(missing, unexpected)
 
