@@ -16,6 +16,10 @@ those records in reverse topological order and calls each `backward`.
 Broadcasting is handled here, once: `backward` may return a gradient shaped like the broadcast
 result, and `unbroadcast` sums it back to the input's shape (broadcasting copies a value to many
 places, so its gradient adds the copies up).
+
+Both run once per op, so they are written for the usual case: `apply` reads each input once and
+leaves the checks of detect_anomaly() to `_apply_checked`; the walk adds a gradient that already
+has its input's shape and dtype as it is (`_accumulate`), and fits the others first (`_fitted`).
 """
 import functools
 import importlib
