@@ -16,6 +16,10 @@ those records in reverse topological order and calls each `backward`.
 Broadcasting is handled here, once: `backward` may return a gradient shaped like the broadcast
 result, and `unbroadcast` sums it back to the input's shape (broadcasting copies a value to many
 places, so its gradient adds the copies up).
+
+Both run once per op, so they are written for the usual case: `apply` reads each input once and
+leaves the checks of detect_anomaly() to `_apply_checked`; the walk adds a gradient that already
+has its input's shape and dtype as it is (`_accumulate`), and fits the others first (`_fitted`).
 """
 import functools
 import importlib
@@ -133,32 +137,34 @@ class Function:
     @classmethod
     def apply(cls, *inputs, **params):
         tensor = _tensor_module()
-        inputs = tuple([x if isinstance(x, tensor.Tensor) else tensor.Tensor(x) for x in inputs])
+        Tensor = tensor.Tensor
+        inputs = tuple([x if isinstance(x, Tensor) else Tensor(x) for x in inputs])
         if cls.promotes_int_to_float:
-            inputs = tuple([t if t.dtype.kind in "fc" else t.to(tensor.DEFAULT_FLOAT) for t in inputs])
-        needs = tuple([t._requires_grad for t in inputs]) if _modes.grad_enabled else (False,) * len(inputs)
+            inputs = tuple([t if t._data.dtype.kind in "fc" else t.to(tensor.DEFAULT_FLOAT) for t in inputs])
+        modes = _modes
+        needs = tuple([t._requires_grad for t in inputs]) if modes.grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)
         ctx.fn = cls
-        anomaly = _modes.anomaly_enabled
-        if anomaly:
-            ctx.input_shapes = [t.shape for t in inputs]
-            ctx.call_site = _user_call_site()
-        if anomaly:  # (the check below names the op and the line; numpy's own warning would only point into ops.py)
-            with np.errstate(all="ignore"):
-                data = cls.forward(ctx, *[t._data for t in inputs], **params)
-        else:
-            data = cls.forward(ctx, *[t._data for t in inputs], **params)
+        arrays = [t._data for t in inputs]
+        if modes.anomaly_enabled:
+            return _apply_checked(cls, ctx, inputs, arrays, params)
+        data = cls.forward(ctx, *arrays, **params)
         if isinstance(data, tuple):
             return _several_outputs(ctx, inputs, data)
-        if anomaly:
-            _check_finite(ctx, [data], "forward")
-        out = _output_tensor(tensor.Tensor, data, inputs, any(needs))
-        if out.requires_grad:
-            ctx.inputs = inputs
-            ctx.versions = tuple([_root(t)._version for t in inputs])
-            ctx.output_version = _root(out)._version
-            out._ctx = ctx
-        return out
+        return _output_tensor(Tensor, data, inputs, ctx, True in needs)
+
+
+def _apply_checked(cls, ctx, inputs, arrays, params):
+    """Function.apply under detect_anomaly(): the op's forward with numpy's warnings silenced,
+    then a check that names the op and the user's line if it produced a NaN or an Inf."""
+    ctx.input_shapes = [t.shape for t in inputs]
+    ctx.call_site = _user_call_site()
+    with np.errstate(all="ignore"):
+        data = cls.forward(ctx, *arrays, **params)
+    if isinstance(data, tuple):
+        return _several_outputs(ctx, inputs, data)
+    _check_finite(ctx, [data], "forward")
+    return _output_tensor(_tensor_module().Tensor, data, inputs, ctx, True in ctx.needs_input_grad)
 
 
 @functools.cache
@@ -169,17 +175,23 @@ def _tensor_module():
     return importlib.import_module(".tensor", __package__)
 
 
-def _output_tensor(Tensor, data, inputs, requires_grad):
-    """A Tensor of `data`, the output of an op on `inputs`; a view shares the version count of
-    the input it views."""
+def _output_tensor(Tensor, data, inputs, ctx, requires_grad):
+    """A Tensor of `data`, the output of ctx's op on `inputs`: if it requires grad, ctx is its
+    record (with the version counts of the inputs and of itself, see `_check_versions`). A view
+    shares the version count of the input it views."""
     if not isinstance(data, np.ndarray):
         data = np.asarray(data)
     out = Tensor._from_op(data, requires_grad)
     if data.base is not None:  # a view (reshape, transpose, slice): share the version count
         for t in inputs:
             if np.may_share_memory(data, t._data):
-                out._base = _root(t)
+                out._base = t if t._base is None else t._base
                 break
+    if requires_grad and ctx is not None:
+        ctx.inputs = inputs
+        ctx.versions = tuple([(t if t._base is None else t._base)._version for t in inputs])
+        ctx.output_version = (out if out._base is None else out._base)._version
+        out._ctx = ctx
     return out
 
 
@@ -188,7 +200,7 @@ def _several_outputs(ctx, inputs, arrays):
     if _modes.anomaly_enabled:
         _check_finite(ctx, arrays, "forward")
     Tensor = _tensor_module().Tensor
-    outs = tuple(_output_tensor(Tensor, a, inputs, any(ctx.needs_input_grad)) for a in arrays)
+    outs = tuple(_output_tensor(Tensor, a, inputs, None, any(ctx.needs_input_grad)) for a in arrays)
     if outs and outs[0].requires_grad:
         ctx.inputs = inputs
         ctx.versions = tuple([_root(t)._version for t in inputs])
@@ -257,23 +269,27 @@ def _topological_order(roots):
     before outputs. An op's input is followed if it wanted a gradient when the op ran
     (`needs_input_grad`).
 
-    Iterative depth-first search (a chain of 100,000 ops needs no recursion)."""
+    Iterative depth-first search (a chain of 100,000 ops needs no recursion). The stack holds
+    tensors to visit; a visited tensor is pushed back under a None, so that it is popped again,
+    after the None, once everything pushed above it (its inputs) is in `order`."""
     order, visited = [], set()
-    stack = [(root, False) for root in reversed(roots if isinstance(roots, list) else [roots])]
+    stack = list(reversed(roots)) if isinstance(roots, list) else [roots]
+    push, pop, seen, see = stack.append, stack.pop, visited.__contains__, visited.add
     while stack:
-        node, children_done = stack.pop()
-        if children_done:  # every input of `node` is already in `order`
-            order.append(node)
+        node = pop()
+        if node is None:  # the tensor below it: every input of it is already in `order`
+            order.append(pop())
             continue
-        if id(node) in visited:
+        if seen(id(node)):
             continue
-        visited.add(id(node))
-        stack.append((node, True))
+        see(id(node))
+        push(node)
+        push(None)
         ctx = node._ctx
         if ctx is not None and ctx.inputs is not None:
             for parent, needed in zip(ctx.inputs, ctx.needs_input_grad):
-                if needed and id(parent) not in visited:
-                    stack.append((parent, False))
+                if needed and not seen(id(parent)):
+                    push(parent)
     return order
 
 
@@ -392,22 +408,32 @@ def _walk(roots, root_grads, retain_graph, keep):
             grads[id(root)] = g
     order = _topological_order(roots)
     waiting = _outputs_to_come(order)
+    anomaly = _modes.anomaly_enabled
     for node in reversed(order):
         g = grads.pop(id(node), None)
-        keep(node, g, id(node) in owned)
+        if g is not None:
+            keep(node, g, id(node) in owned)
         ctx = node._ctx
-        if ctx is not None and not retain_graph and node._data.size <= DRAWN_SIZE:
+        if ctx is None:
+            continue  # a leaf
+        if not retain_graph and node._data.size <= DRAWN_SIZE:
             _keep_small(ctx, node, g)
-        output_grads = None if ctx is None else _gather_output_grads(waiting, ctx, node, g)
-        if output_grads is None:
-            continue  # a leaf, an op no gradient reached, or an op with outputs still to come
-        if ctx.inputs is None:
+        if ctx.outputs is None:  # (the usual op, with one output)
+            if g is None:
+                continue  # no gradient reached it
+            output_grads = (g,)
+        else:
+            output_grads = _gather_output_grads(waiting, ctx, node, g)
+            if output_grads is None:
+                continue  # outputs still to come, or none of them has a gradient
+        inputs = ctx.inputs
+        if inputs is None:
             raise RuntimeError(_FREED_MESSAGE)
         _check_versions(ctx, node)
-        input_grads = _call_backward(ctx, output_grads)
-        for i, (parent, pg) in enumerate(zip(ctx.inputs, input_grads)):
-            if pg is not None and ctx.needs_input_grad[i]:
-                _accumulate(grads, owned, parent, pg, ctx, i)
+        input_grads = _call_backward(ctx, output_grads, anomaly)
+        for i, needed in enumerate(ctx.needs_input_grad):
+            if needed and input_grads[i] is not None:
+                _accumulate(grads, owned, inputs[i], input_grads[i], ctx, i)
         if not retain_graph:
             _keep_links(ctx)
             ctx.inputs = None  # free the graph behind this op, and the arrays its forward saved
@@ -478,10 +504,11 @@ def _store_grad(node, g, owned):
         grad._data = grad._data + g
 
 
-def _call_backward(ctx, output_grads):
-    """ctx.fn.backward, checked: one gradient (or None) per input, and under detect_anomaly() no
-    NaN or Inf among them (reported by the check, not by numpy's warnings, which it silences)."""
-    if _modes.anomaly_enabled:
+def _call_backward(ctx, output_grads, anomaly=False):
+    """ctx.fn.backward, checked: one gradient (or None) per input, and with `anomaly` (under
+    detect_anomaly()) no NaN or Inf among them (reported by the check, not by numpy's warnings,
+    which it silences)."""
+    if anomaly:
         with np.errstate(all="ignore"):
             input_grads = ctx.fn.backward(ctx, *output_grads)
     else:
@@ -492,7 +519,7 @@ def _call_backward(ctx, output_grads):
         raise RuntimeError(
             f"{ctx.name}.backward returned {len(input_grads)} gradients for {len(ctx.inputs)} inputs"
         )
-    if _modes.anomaly_enabled:
+    if anomaly:
         _check_finite(ctx, input_grads, "backward")
     return input_grads
 
@@ -505,21 +532,12 @@ def _accumulate(grads, owned, parent, pg, ctx, i):
     The first gradient of a tensor is kept as it comes (it may be shared, so not ours to change);
     the second makes a new array, the walk's own, into which the next ones are added in place."""
     key = id(parent)
-    if isinstance(pg, SliceGrad):
-        if key not in grads:
-            grads[key] = pg.dense(parent._data)
-        else:
-            if key not in owned:
-                grads[key] = grads[key].astype(parent.dtype, copy=True)
-            grads[key][pg.index] += pg.value
-        owned.add(key)
-        return
-    if not isinstance(pg, np.ndarray):
-        pg = np.asarray(pg)
-    if pg.shape != parent._data.shape:
-        pg = unbroadcast(pg, parent._data.shape, f"{ctx.name}.backward: gradient for input {i}")
-    if pg.dtype != parent._data.dtype:
-        pg = pg.astype(parent._data.dtype)
+    data = parent._data
+    if type(pg) is not np.ndarray or pg.shape != data.shape or pg.dtype != data.dtype:
+        if isinstance(pg, SliceGrad):
+            _accumulate_slice(grads, owned, parent, pg)
+            return
+        pg = _fitted(pg, data, ctx, i)
     if key not in grads:
         grads[key] = pg
     elif key in owned:
@@ -527,6 +545,30 @@ def _accumulate(grads, owned, parent, pg, ctx, i):
     else:
         grads[key] = grads[key] + pg
         owned.add(key)
+
+
+def _fitted(pg, data, ctx, i):
+    """pg, the gradient input i of ctx's op gets, summed down to the shape of the input's array
+    `data` (a gradient shaped like the broadcast output) and cast to its dtype."""
+    if not isinstance(pg, np.ndarray):
+        pg = np.asarray(pg)
+    if pg.shape != data.shape:
+        pg = unbroadcast(pg, data.shape, f"{ctx.name}.backward: gradient for input {i}")
+    if pg.dtype != data.dtype:
+        pg = pg.astype(data.dtype)
+    return pg
+
+
+def _accumulate_slice(grads, owned, parent, pg):
+    """_accumulate for a SliceGrad: its value is added into place."""
+    key = id(parent)
+    if key not in grads:
+        grads[key] = pg.dense(parent._data)
+    else:
+        if key not in owned:
+            grads[key] = grads[key].astype(parent.dtype, copy=True)
+        grads[key][pg.index] += pg.value
+    owned.add(key)
 
 
 # ----------------------------------------------------------------------------- ops with several outputs
