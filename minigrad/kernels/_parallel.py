@@ -39,7 +39,7 @@ The thread count is ``minigrad.set_num_threads(n)`` / ``get_num_threads()``, rea
 
 What the pool promises (its invariants):
 - Every item of a launch is computed exactly once, whichever threads take its chunks, however
-  late they wake, and whatever happened to earlier launches.
+  late they wake, and whatever happened to earlier launches (when no kernel raises: see below).
 - Job numbers run 1, 2, ..., 2^31 - 2 and then start again at 1 (``_spin.next_job``); a launch
   takes the number after the last *published* job, and a job is published when the compiled
   ``_spin.publish`` writes its number into the ``STARTED`` counter. Nothing before that point
@@ -296,7 +296,8 @@ def _wait_for_chunks(counters, n_chunks):
 def _raise_failed_chunk(kernel, args, start, stop):
     """A compiled kernel raised on items [start, stop) on some thread of the pool: numba keeps the
     exception where only its own call from Python can turn it into one, so call the kernel again
-    on those items, from Python, on this thread. It raises the same error (with its message)."""
+    on those items, from Python, on this thread. It raises the same error (with its message). (The
+    items of that chunk run twice: after an error, the output is not to be used anyway.)"""
     kernel(*args, start, stop)
     name = getattr(kernel, "__name__", repr(kernel))
     raise RuntimeError(f"parallel_for: the compiled kernel {name} raised an exception on items {start} to "
@@ -322,7 +323,8 @@ def _entry_of(kernel, args, block):
     if found is None:
         if _warm.pending(_warm.POOL_LAST):  # another process is compiling the entries: not here too
             return _NO_ENTRY
-        found = _entries.entry_of(kernel, args, key) or _NO_ENTRY
+        with _warm.loading:  # (compiles or loads it: first use, see _warm.py)
+            found = _entries.entry_of(kernel, args, key) or _NO_ENTRY
         _entries_by_kernel.setdefault(kernel, {})[key] = found
     return found
 
@@ -357,8 +359,13 @@ def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
     launch. An exception raised by the kernel on any thread is raised here.
     """
     global _pool
-    chunks_per_thread = _whole("chunks_per_thread", chunks_per_thread)
-    n_threads = min(_n_threads if threads is None else _whole("threads", threads), n_items)
+    if type(chunks_per_thread) is not int or chunks_per_thread < 1:  # (the common case costs one check)
+        chunks_per_thread = _whole("chunks_per_thread", chunks_per_thread)
+    if threads is None:
+        threads = _n_threads
+    elif type(threads) is not int or threads < 1:
+        threads = _whole("threads", threads)
+    n_threads = min(threads, n_items)
     if n_threads <= 1:
         if n_items > 0:
             kernel(*args, 0, n_items)
@@ -369,10 +376,15 @@ def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
         if _warm.pending(_warm.POOL_FIRST):  # (a fresh machine: another process is compiling the pool)
             kernel(*args, 0, n_items)
             return
-        _entries, _spin = _warm.load("_entries"), _warm.load("_spin")  # (numba: only compiled kernels run in parallel)
+        with _warm.loading:  # the first launch imports and compiles (or loads) the pool: first use, see _warm.py
+            _entries, _spin = _warm.load("_entries"), _warm.load("_spin")  # (numba: only compiled kernels run in parallel)
+            with _pool_lock:
+                pool = _pool = _pool or _Pool()
+            return _launch(pool, kernel, n_items, args, n_threads, chunks_per_thread)
+    return _launch(pool, kernel, n_items, args, n_threads, chunks_per_thread)
 
-        with _pool_lock:
-            pool = _pool = _pool or _Pool()
+
+def _launch(pool, kernel, n_items, args, n_threads, chunks_per_thread):
     n_chunks = min(n_items, n_threads * chunks_per_thread, _spin.MAX_CHUNKS)
     job = pool.run(kernel, args, n_items, n_chunks, n_threads)
     if job is not None and job.error is not None:

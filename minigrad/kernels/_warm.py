@@ -35,14 +35,19 @@ This file also keeps the first use safe from two accidents:
   just before a fork, the forking thread takes the locks of the first use itself, and releases
   them in the parent and in the child just after (``_before_fork``; the order is in ``_fork_locks``).
   The fork waits for an import or a compile in progress to end, and the child gets every lock free.
+  Python's own import locks are among them: a module that another thread was importing at the
+  fork can never be imported in the child. Hence ``loading``, held through everything of the first
+  use that imports (numba imports parts of itself and of numpy lazily, in a kernel's first call).
 """
 import contextlib
 import glob
 import importlib
+import logging  # noqa: F401  (before the fork hooks below: see _fork_locks)
 import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -54,6 +59,11 @@ WAIT_SECONDS = 300  # give up waiting (and compile here) if the other process ta
 
 def warm_up(file):
     """Compile (or load) the float32 kernels of one kernel file, as a training step calls them."""
+    with loading:  # (first use: see the module docstring)
+        _warm_up(file)
+
+
+def _warm_up(file):
     module = load(file)
     x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
     w = np.ones(6, np.float32)
@@ -168,7 +178,9 @@ class _Ahead:
 _ahead = None
 _started = False
 _lock = threading.RLock()  # (re-entrant, as every lock of _fork_locks)
-loading = threading.RLock()  # held while numba and the kernel files are imported on first use (load)
+# held during the first use: the imports of numba and of the kernel files (load), each kernel's
+# first call (first_call), the pool's first launch and the compiles of its entries (_parallel.py)
+loading = threading.RLock()
 _interrupted = False  # True once a first use was interrupted (see restart_error)
 RESTART = ("minigrad: the first kernel calls of this process were interrupted (Ctrl-C) while numba was loading, "
            "and numba cannot recover from that here: restart the Python process (in a notebook: restart the kernel)")
@@ -198,7 +210,10 @@ def load(file):
             return importlib.import_module(name)
         except BaseException as error:
             _forget(before, error)
-            raise restart_error(error) or error
+            replacement = restart_error(error)
+            if replacement is None:
+                raise
+            raise replacement from error
 
 
 def _forget(before, error):
@@ -233,11 +248,13 @@ def restart_error(error):
 
 def first_call(kernel, args, kwargs):
     """``kernel(*args, **kwargs)``, the first call of a kernel in this process (which compiles it,
-    or loads it from the cache): an interrupt is remembered, and an error of numba broken by an
-    earlier interrupt becomes the one line ``RESTART``."""
+    or loads it from the cache, and imports what numba and numpy import lazily), under ``loading``:
+    an interrupt is remembered, and an error of numba broken by an earlier interrupt becomes the
+    one line ``RESTART``."""
     global _interrupted
     try:
-        return kernel(*args, **kwargs)
+        with loading:
+            return kernel(*args, **kwargs)
     except BaseException as error:
         if not isinstance(error, Exception):
             _interrupted = True
@@ -273,7 +290,8 @@ def _fork_locks():
     """The locks that a fork must not split, as (owner, attribute name), in the order in which
     every thread that takes several of them takes them:
 
-    1. ``loading`` (this file): around the first imports of numba and of the kernel files;
+    1. ``loading`` (this file): around the first use (the imports of numba and of the kernel
+       files, each kernel's first call, the pool's first launch: everything that imports);
     2. ``_lock`` (this file): around the start of the second process, taken inside ``loading``;
     3. numba's global compiler lock (``numba.core.compiler_lock.global_compiler_lock``): around
        every compile and every load from the cache; an import under ``loading`` may compile;
@@ -283,7 +301,15 @@ def _fork_locks():
 
     numba's and llvmlite's are private attributes: the ones of numba 0.58 to 0.6x and llvmlite
     0.41 to 0.5x. A lock that is not there (numba not imported yet, or another version) is left
-    out. All of them are re-entrant (RLock): the forking thread may hold some already."""
+    out. All of them are re-entrant (RLock): the forking thread may hold some already.
+
+    Other modules' fork hooks run too, in the reverse order of their registration, and some take
+    a lock of their own before the fork: ``logging`` does, and numba's import needs that lock. So
+    ``logging`` is imported before this file registers its hooks: ours run first, and the forking
+    thread never holds logging's lock while it waits for a thread that is importing numba. For a
+    hook that this cannot foresee, the wait is bounded (FORK_WAIT_SECONDS, longer than the first
+    call of any kernel takes on a busy machine): after that, the fork goes ahead without the locks
+    it could not get, and the child gets new ones in their place."""
     owners = [(sys.modules[__name__], "loading"), (sys.modules[__name__], "_lock")]
     compiler = getattr(sys.modules.get("numba.core.compiler_lock"), "global_compiler_lock", None)
     owners.append((compiler, "_lock"))
@@ -295,6 +321,7 @@ def _fork_locks():
             if owner is not None and hasattr(getattr(owner, name, None), "_is_owned")]
 
 
+FORK_WAIT_SECONDS = 60
 _held_at_fork = {}  # forking thread -> [(owner, name, lock or None)] from _before_fork, for after the fork
 
 
@@ -308,8 +335,12 @@ def _before_fork():
     locks = [(owner, name, getattr(owner, name)) for owner, name in _fork_locks()]
     owned = [lock._is_owned() for _, _, lock in locks]
     held = []
+    deadline = time.monotonic() + FORK_WAIT_SECONDS
     for i, (owner, name, lock) in enumerate(locks):
-        taken = lock.acquire(blocking=not any(owned[i + 1:]))
+        if any(owned[i + 1:]):
+            taken = lock.acquire(blocking=False)
+        else:
+            taken = lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
         held.append((owner, name, lock if taken else None))
     _held_at_fork[threading.get_ident()] = held
 
