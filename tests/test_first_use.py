@@ -49,12 +49,15 @@ _INTERRUPTED = _KERNELS + """
 import json, os, signal, sys, threading, time
 from minigrad.kernels import _parallel
 
-threading.Timer(float(sys.argv[1]), os.kill, (os.getpid(), signal.SIGINT)).start()
+timer = threading.Timer(float(sys.argv[1]), os.kill, (os.getpid(), signal.SIGINT))
+timer.start()
+first = "none"  # (an interrupt that lands in a callback from LLVM is only printed there)
 try:
     right()
-    time.sleep(600)  # (if the calls were quicker, the interrupt comes here)
-except BaseException as error:  # KeyboardInterrupt; or, if it landed in a callback from LLVM, where
-    first = type(error).__name__  # Python can only print it, numba's error about the half-done compile
+    timer.join()
+    time.sleep(1)  # (if the calls were quicker, the interrupt comes here)
+except BaseException as error:  # KeyboardInterrupt; or, after one printed in a callback from LLVM,
+    first = type(error).__name__  # numba's error about the compile it left half done
 results = [bool(right()), bool(right())]
 workers = _parallel._pool.workers if _parallel._pool is not None else []
 print(json.dumps({"first": first, "right": results, "workers": len(workers),
@@ -85,7 +88,7 @@ def test_an_interrupt_during_the_first_kernel_calls_leaves_the_kernels_working(t
             pytest.fail(f"interrupted at {delay} s: the program hangs\n{err[-3000:]}")
         assert run.returncode == 0, f"interrupted at {delay} s:\n{err[-3000:]}"
         result = json.loads(out.strip().splitlines()[-1])
-        assert result["first"] in ("KeyboardInterrupt", "RuntimeError"), result
+        assert result["first"] in ("KeyboardInterrupt", "RuntimeError", "none"), result
         assert result["right"] == [True, True], (delay, result)
         assert result["workers"] >= 1 and result["workers alive"], (delay, result)
 
@@ -97,6 +100,9 @@ def test_an_error_of_numba_broken_by_an_interrupt_says_to_restart(monkeypatch):
 
     def broken():
         raise AttributeError("module 'numba' has no attribute 'core'")
+
+    def mistake():
+        return [1.0, 2.0].dtype  # (a list where an array was expected: AttributeError, not numba's)
 
     with pytest.raises(AttributeError):  # no interrupt before: numba's error as it is
         _warm.first_call(broken, (), {})
@@ -110,8 +116,9 @@ def test_an_error_of_numba_broken_by_an_interrupt_says_to_restart(monkeypatch):
     with pytest.raises(RuntimeError, match=r"^minigrad: the first kernel calls .* restart the Python process") as info:
         _warm.first_call(broken, (), {})
     assert "\n" not in str(info.value) and isinstance(info.value.__cause__, AttributeError)
-    with pytest.raises(ValueError, match="shapes"):  # a learner's own mistake stays as it is
-        _warm.first_call(lambda: (_ for _ in ()).throw(ValueError("shapes")), (), {})
+    # a learner's own mistake stays as it is
+    with pytest.raises(AttributeError, match="'list' object has no attribute 'dtype'"):
+        _warm.first_call(mistake, (), {})
 
 
 def test_an_interrupted_import_forgets_what_it_half_imported(tmp_path, monkeypatch):

@@ -239,11 +239,18 @@ def _forget(before, error):
 
 def restart_error(error):
     """``RuntimeError(RESTART)`` if ``error`` looks like numba broken by an interrupted first use
-    in this process (an error about a missing attribute or module, or one of numba's own), else None."""
-    broken = isinstance(error, (AttributeError, ImportError, NameError)) or type(error).__module__.startswith("numba")
-    if _interrupted and isinstance(error, Exception) and broken:
-        return RuntimeError(RESTART)
-    return None
+    in this process, else None: after an interrupt, an error about a missing attribute or module,
+    or one of numba's own, raised from inside numba, llvmlite or the import machinery (a learner's
+    own mistake, raised in minigrad's checks, stays as it is)."""
+    if not _interrupted or not isinstance(error, Exception):
+        return None
+    kind = isinstance(error, (AttributeError, ImportError, NameError)) or type(error).__module__.startswith("numba")
+    last = error.__traceback__
+    while last is not None and last.tb_next is not None:
+        last = last.tb_next
+    where = last.tb_frame.f_code.co_filename if last is not None else ""
+    inside = any(f"{os.sep}{package}{os.sep}" in where for package in ("numba", "llvmlite")) or "importlib" in where
+    return RuntimeError(RESTART) if kind and (inside or "numba" in str(error)) else None
 
 
 def first_call(kernel, args, kwargs):
