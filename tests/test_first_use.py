@@ -224,10 +224,8 @@ def _fork_and_check(locks, seconds=30):
 def test_a_fork_waits_until_another_thread_lets_go_of_each_first_use_lock():
     """Each lock of the first use in turn (ours, numba's compiler lock, llvmlite's LLVM lock): a
     thread holds it for a moment; a fork meanwhile waits for it, and the child can take it."""
-    import minigrad.kernels as K
-    import numpy as np
+    from minigrad.kernels import _jit  # noqa: F401  (imports numba, so that its locks are there)
 
-    K.sum_squares(np.ones(3, dtype=np.float32))  # (imports numba, so that its locks are there)
     locks = _warm._fork_locks()
     names = [name for _, name in locks]
     assert names[:2] == ["loading", "_lock"] and len(locks) == 5, names  # + compiler, LLVM, compile notice
@@ -257,10 +255,8 @@ def test_a_fork_from_inside_a_compile_does_not_deadlock():
     """The forking thread holds numba's compiler lock (a fork from inside a compile) while another
     thread holds ``loading`` and waits for the compiler lock: the fork must not wait for
     ``loading`` (both would wait for ever). It goes ahead; the child gets a new ``loading``."""
-    import minigrad.kernels as K
-    import numpy as np
+    from minigrad.kernels import _jit  # noqa: F401  (imports numba)
 
-    K.sum_squares(np.ones(3, dtype=np.float32))
     compiler = sys.modules["numba.core.compiler_lock"].global_compiler_lock
     got_loading, finished = threading.Event(), threading.Event()
 

@@ -163,6 +163,7 @@ class _Worker:
                 self._loop()
             except BaseException as error:
                 self.error = error
+                self.pool.worker_failed = True
                 self.sleeping = True
                 self.wake.wait()
                 self.sleeping = False
@@ -216,6 +217,7 @@ class _Pool:
         self.workers = []
         self.busy = threading.Lock()
         self.job = None  # the current Python job
+        self.worker_failed = False  # set by a worker whose loop raised (see _Worker._live)
         self.counters = np.zeros(_spin.SIZE, dtype=np.int64)  # polled by the threads (_spin.py)
         # where the arguments of a job go: two blocks, used by odd and even jobs (see _spin.py)
         self.blocks = np.zeros((2, _entries.BLOCK_SIZE), dtype=np.int64)
@@ -230,28 +232,24 @@ class _Pool:
         try:
             while len(self.workers) < n_threads - 1:
                 self.workers.append(_Worker(self, len(self.workers)))
-            for worker in self.workers:
-                if worker.error is not None:
-                    error, worker.error = worker.error, None
-                    raise _warm.restart_error(error) or RuntimeError(
-                        f"parallel_for: worker thread {worker.number + 1} of minigrad's pool failed with "
-                        f"{type(error).__name__}: {error} (it will try again at the next launch)") from error
+            if self.worker_failed:
+                self._raise_worker_error()
             counters = self.counters
-            number = _spin.next_job(int(counters[_spin.STARTED]))  # (taken for good only by publish)
+            number = counters.item(_spin.STARTED) % _spin.LAST_JOB + 1  # _spin.next_job; taken for good only by publish
             block = self.block_of[number % 2]
             entry, machine_code = _entry_of(kernel, args, block)
             for worker in self.workers[: n_threads - 1]:
                 if worker.sleeping:  # (a polling worker sees the job by itself)
                     worker.wake.set()
             if entry:
-                done = False
-                try:
-                    done = _spin.launch(counters, number, entry, machine_code, block[2], n_items, n_chunks,
-                                        n_threads - 1, _WAIT_POLLS, _spin.SHORT_POLLS)
+                failed = -1
+                try:  # (-1: not all done yet; else FAILED)
+                    failed = _spin.launch(counters, number, entry, machine_code, block[2], n_items, n_chunks,
+                                          n_threads - 1, _WAIT_POLLS, _spin.SHORT_POLLS)
                 finally:
-                    if not done and counters[_spin.STARTED] == number:  # published: wait for its chunks
+                    if failed < 0 and counters.item(_spin.STARTED) == number:  # published: wait for its chunks
                         _wait_for_chunks(counters, n_chunks)
-                failed = int(counters[_spin.FAILED])
+                        failed = counters.item(_spin.FAILED)
                 job = None
             else:
                 job = self._run_python_job(kernel, args, n_items, n_chunks, n_threads, number)
@@ -260,6 +258,15 @@ class _Pool:
         if failed:
             _raise_failed_chunk(kernel, args, (failed - 1) * n_items // n_chunks, failed * n_items // n_chunks)
         return job
+
+    def _raise_worker_error(self):
+        self.worker_failed = False
+        for worker in self.workers:
+            error, worker.error = worker.error, None
+            if error is not None:
+                raise _warm.restart_error(error) or RuntimeError(
+                    f"parallel_for: worker thread {worker.number + 1} of minigrad's pool failed with "
+                    f"{type(error).__name__}: {error} (it will try again at the next launch)") from error
 
     def _run_python_job(self, kernel, args, n_items, n_chunks, n_threads, number):
         job = _Job(kernel, args, n_items, n_chunks)
@@ -358,7 +365,6 @@ def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
     core leaves more of the work to the others. ``threads`` (>= 1) caps the thread count for this
     launch. An exception raised by the kernel on any thread is raised here.
     """
-    global _pool
     if type(chunks_per_thread) is not int or chunks_per_thread < 1:  # (the common case costs one check)
         chunks_per_thread = _whole("chunks_per_thread", chunks_per_thread)
     if threads is None:
@@ -372,20 +378,21 @@ def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
         return
     pool = _pool
     if pool is None:
-        global _spin, _entries
         if _warm.pending(_warm.POOL_FIRST):  # (a fresh machine: another process is compiling the pool)
             kernel(*args, 0, n_items)
             return
         with _warm.loading:  # the first launch imports and compiles (or loads) the pool: first use, see _warm.py
-            _entries, _spin = _warm.load("_entries"), _warm.load("_spin")  # (numba: only compiled kernels run in parallel)
-            with _pool_lock:
-                pool = _pool = _pool or _Pool()
-            return _launch(pool, kernel, n_items, args, n_threads, chunks_per_thread)
-    return _launch(pool, kernel, n_items, args, n_threads, chunks_per_thread)
-
-
-def _launch(pool, kernel, n_items, args, n_threads, chunks_per_thread):
+            _first_pool()
+            return parallel_for(kernel, n_items, *args, chunks_per_thread=chunks_per_thread, threads=threads)
     n_chunks = min(n_items, n_threads * chunks_per_thread, _spin.MAX_CHUNKS)
     job = pool.run(kernel, args, n_items, n_chunks, n_threads)
     if job is not None and job.error is not None:
         raise job.error
+
+
+def _first_pool():
+    """Import the pool's compiled parts (and numba) and make the process's pool."""
+    global _pool, _spin, _entries
+    _entries, _spin = _warm.load("_entries"), _warm.load("_spin")  # (numba: only compiled kernels run in parallel)
+    with _pool_lock:
+        _pool = _pool or _Pool()

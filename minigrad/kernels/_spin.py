@@ -435,10 +435,13 @@ def wait_done(counters, n_chunks, polls, short_polls):
 @jit
 def launch(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers, polls, short_polls):
     """The caller of a compiled job: publish it, take chunks, then wait for the others'
-    (``wait_done``). True if every chunk is done."""
+    (``wait_done``). -> ``FAILED`` (0, or 1 + a chunk whose kernel raised) once every chunk is
+    done, or -1 if they are not done yet (no futex: the caller waits in Python)."""
     publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers)
     run_chunks(counters, job, False)
-    return wait_done(counters, n_chunks, polls, short_polls)
+    if not wait_done(counters, n_chunks, polls, short_polls):
+        return -1
+    return _load_acquire(counters, FAILED)
 
 
 @jit
