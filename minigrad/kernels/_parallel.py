@@ -107,6 +107,10 @@ class _Job:
     Chunks are handed out, and counted when finished, by ``itertools.count``, whose ``next`` is
     atomic under the GIL. The caller waits only for chunks that some thread has taken: a worker that
     wakes late (its core busy with another program) finds nothing left and holds nobody up.
+
+    A KeyboardInterrupt (in a chunk, or in the caller while it waits) stops the job: no thread
+    starts another of its chunks, and the caller raises it without waiting for the chunks that
+    other threads are still running.
     """
 
     def __init__(self, kernel, args, n_items, n_chunks):
@@ -115,7 +119,7 @@ class _Job:
         self.count_finished = itertools.count(1).__next__
         self.finished = threading.Event()  # set by whoever finishes the last chunk
         self.error = None
-        self.stopped = False  # set if the caller was interrupted: start no more chunks
+        self.stopped = False  # set by a KeyboardInterrupt: start no more chunks
         self.pool = self.number = None  # set by the pool that runs it
 
     def work(self, report=True):
