@@ -11,12 +11,14 @@ or ``softmax.softmax_forward_numpy``, and so on: every function here names its f
 
 Choose with the environment variable ``MINIGRAD_BACKEND=numpy`` before import, or at run time
 with ``minigrad.set_backend("numpy")``; ``minigrad.get_backend()`` tells which is in use.
-A kernel file (and numba with it) is imported when one of its kernels is first called.
+A kernel file (and numba with it) is imported when one of its kernels is first called; an
+interrupt (Ctrl-C) during that first call leaves nothing half-imported (``_warm.py``).
 """
 import importlib
 import os
 import sys
 
+from . import _warm
 from ._parallel import get_num_threads, set_num_threads
 
 BACKENDS = ("numba", "numpy")
@@ -62,17 +64,22 @@ def implementation(name, backend=None, file=None):
     file = file or FILES[name]
     backend = backend or _backend
     if backend == "numba" and f"{__name__}.{file}" not in sys.modules:
-        from . import _warm  # on a fresh machine, compile on both cores (see _warm.py)
-
-        _warm.before_import(file)
-    module = importlib.import_module(f"{__name__}.{file}")
+        _warm.before_import(file)  # on a fresh machine, compile on both cores (see _warm.py)
+        module = _warm.load(file)
+    else:
+        module = importlib.import_module(f"{__name__}.{file}")
     return getattr(module, f"{name}_{backend}")
 
 
 def _run(name, *args, **kwargs):
     fn = _chosen.get(name)
     if fn is None:
-        fn = _chosen[name] = implementation(name)
+        fn = implementation(name)
+        if _backend == "numba":  # the first call compiles (or loads) it: see _warm.first_call
+            result = _warm.first_call(fn, args, kwargs)
+            _chosen[name] = fn
+            return result
+        _chosen[name] = fn
     return fn(*args, **kwargs)
 
 
@@ -234,8 +241,7 @@ def max_pool2d_backward(g, indices, input_shape):
 
 def describe():
     """What the compiled kernels run on: a dict for benchmarks and bug reports. Imports numba."""
-    from . import _cpu, _jit
-
+    _cpu, _jit = _warm.load("_cpu"), _warm.load("_jit")
     rows, cols, forced = _cpu.choose_tile()
     return {
         "backend": _backend,

@@ -5,7 +5,7 @@ A kernel is called from Python as ``kernel(*args, start, stop)``: numba reads ea
 (``_spin.serve``) cannot do that without taking the GIL. So the pool calls kernels through small C
 functions, *entries*, which all have one signature, whatever the kernel's arguments:
 
-    void entry(int64 kernel, int64 block, int64 start, int64 stop)
+    int64 entry(int64 kernel, int64 block, int64 start, int64 stop)
 
 - ``block`` is the address of an int64 array that holds the arguments, written by ``pack`` (arrays
   by ``pack_array``, compiled once per array type; numbers from Python): nine numbers per argument,
@@ -16,7 +16,11 @@ functions, *entries*, which all have one signature, whatever the kernel's argume
 
 - the entry unpacks them (``_unpack``) into arguments of exactly the numba types the kernel was
   compiled for, and calls ``kernel``, the address of the kernel's machine code, as numba calls one
-  compiled function from another (``_call_native``).
+  compiled function from another (``_call_native``);
+- it returns 0, or 1 if the kernel raised an exception. The exception itself stays behind (numba
+  keeps its details in memory that only its own Python wrapper turns into an exception): the pool
+  notes the chunk, and the caller's thread calls the kernel on that chunk again from Python, which
+  raises the error with its message (``_parallel.py``).
 
 One entry serves every kernel compiled for the same argument types (softmax and log-softmax, say).
 ``pack`` returns a key of the argument types (for an array, a CRC of its numba type; for a number,
@@ -37,6 +41,7 @@ import numba  # noqa: E402
 from llvmlite import ir  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
+from numba.core.callconv import RETCODE_NONE, RETCODE_OK  # noqa: E402
 from numba.core.dispatcher import Dispatcher  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 from numba.np.arrayobj import populate_array  # noqa: E402
@@ -115,7 +120,8 @@ def _unpack(typingctx, block, arg_types):
 @intrinsic
 def _call_native(typingctx, kernel, args, start, stop):
     """Call the compiled kernel whose machine code is at address ``kernel`` with ``(*args, start,
-    stop)``, as numba calls one compiled function from another (its calling convention)."""
+    stop)``, as numba calls one compiled function from another (its calling convention); -> 1 if
+    it raised, else 0."""
     arg_types = tuple(args.types) + (types.int64, types.int64)
 
     def codegen(context, builder, signature, llargs):
@@ -127,10 +133,12 @@ def _call_native(typingctx, kernel, args, start, stop):
         builder.store(cgutils.get_null_value(result.type.pointee), result)
         exception = cgutils.alloca_once(builder, function_type.args[1].pointee)
         packed = call_conv._get_arg_packer(arg_types).as_arguments(builder, values)
-        builder.call(function, [result, exception, *packed])  # (our kernels raise nothing)
-        return context.get_dummy_value()
+        status = builder.call(function, [result, exception, *packed])
+        # numba's status codes: OK and NONE (returned None) are success, anything else an exception
+        ok = builder.or_(builder.icmp_signed("==", status, RETCODE_OK), builder.icmp_signed("==", status, RETCODE_NONE))
+        return builder.zext(builder.not_(ok), _I64)
 
-    return types.none(types.int64, args, types.int64, types.int64), codegen
+    return types.int64(types.int64, args, types.int64, types.int64), codegen
 
 
 @jit
@@ -169,7 +177,7 @@ def pack(block, floats, address, args):
 
 def _entry(kernel, block, start, stop):
     # The body of every entry; ARG_TYPES (the kernel's own) is set per entry (see _compile_entry).
-    _call_native(kernel, _unpack(block, ARG_TYPES), start, stop)  # noqa: F821
+    return _call_native(kernel, _unpack(block, ARG_TYPES), start, stop)  # noqa: F821
 
 
 def is_kernel(kernel):
@@ -206,7 +214,7 @@ def _compile_entry(arg_types):
     namespace = dict(globals(), ARG_TYPES=types.Tuple(tuple(arg_types)))
     body = pytypes.FunctionType(_entry.__code__, namespace, "_entry")
     body.__qualname__ = f"entry_{zlib.crc32(str(arg_types).encode()):08x}"  # numba names the cache file after it
-    signature = types.void(types.int64, types.int64, types.int64, types.int64)
+    signature = types.int64(types.int64, types.int64, types.int64, types.int64)
     return numba.cfunc(signature, cache=True)(body)
 
 

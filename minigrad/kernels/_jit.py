@@ -171,7 +171,7 @@ class _CompileNotice(event.Listener):
         self.delay = delay
         self.depth = 0
         self.timer = None
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # (re-entrant: see _warm._fork_locks)
         self.shown_header = False
 
     def on_start(self, e):
@@ -198,5 +198,6 @@ class _CompileNotice(event.Listener):
         print(f"minigrad: compiling {kernel_file} ...", file=sys.stderr, flush=True)
 
 
-event.register("numba:compile", _CompileNotice())
+compile_notice = _CompileNotice()
+event.register("numba:compile", compile_notice)
 _clear_stale_cache()

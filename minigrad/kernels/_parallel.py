@@ -36,6 +36,25 @@ Python, as ``_Job`` below.
 
 The thread count is ``minigrad.set_num_threads(n)`` / ``get_num_threads()``, read at start from
 ``MINIGRAD_NUM_THREADS`` (or numba's ``NUMBA_NUM_THREADS``), else the cores this process may use.
+
+What the pool promises (its invariants):
+- Every item of a launch is computed exactly once, whichever threads take its chunks, however
+  late they wake, and whatever happened to earlier launches (when no kernel raises: see below).
+- Job numbers run 1, 2, ..., 2^31 - 2 and then start again at 1 (``_spin.next_job``); a launch
+  takes the number after the last *published* job, and a job is published when the compiled
+  ``_spin.publish`` writes its number into the ``STARTED`` counter. Nothing before that point
+  (starting workers, packing the arguments, compiling an entry) uses up a number or changes a
+  counter that another thread reads.
+- An error raised in a kernel, on any thread, is raised in the caller's thread: a Python
+  kernel's own exception; for a compiled kernel, the entry reports the failed chunk, and the
+  caller runs that chunk again from Python, where numba raises the kernel's error.
+- What an interrupt (Ctrl-C) leaves behind. Before ``publish``: nothing. During a compiled
+  launch: nothing either; the caller does not return until every chunk taken is done (where it
+  waits in Python, the KeyboardInterrupt is held back until then). During a Python job: the
+  interrupt stops the job, no thread starts another of its chunks, and a chunk that a worker has
+  already started finishes on that worker; the next launch is a new job. A worker thread survives
+  any exception (it is reported to the next caller) and keeps serving.
+- A forked child starts with no pool (the parent's threads do not exist there) and builds its own.
 """
 import itertools
 import numbers
@@ -44,6 +63,8 @@ import threading
 import time
 
 import numpy as np
+
+from . import _warm  # (no numba: it imports numba and the pool's compiled parts on first use)
 
 
 def _default_threads():
@@ -86,6 +107,10 @@ class _Job:
     Chunks are handed out, and counted when finished, by ``itertools.count``, whose ``next`` is
     atomic under the GIL. The caller waits only for chunks that some thread has taken: a worker that
     wakes late (its core busy with another program) finds nothing left and holds nobody up.
+
+    A KeyboardInterrupt (in a chunk, or in the caller while it waits) stops the job: no thread
+    starts another of its chunks, and the caller raises it without waiting for the chunks that
+    other threads are still running.
     """
 
     def __init__(self, kernel, args, n_items, n_chunks):
@@ -94,6 +119,7 @@ class _Job:
         self.count_finished = itertools.count(1).__next__
         self.finished = threading.Event()  # set by whoever finishes the last chunk
         self.error = None
+        self.stopped = False  # set by a KeyboardInterrupt: start no more chunks
         self.pool = self.number = None  # set by the pool that runs it
 
     def work(self, report=True):
@@ -103,12 +129,14 @@ class _Job:
         n_items, n_chunks = self.n_items, self.n_chunks
         while True:
             c = self.next_chunk()
-            if c >= n_chunks:
+            if c >= n_chunks or self.stopped:
                 return False
             try:
                 self.kernel(*self.args, c * n_items // n_chunks, (c + 1) * n_items // n_chunks)
             except BaseException as error:  # re-raised in the caller's thread
                 self.error = error
+                if not isinstance(error, Exception):  # KeyboardInterrupt: stop the whole job
+                    self.stopped = True
             if self.count_finished() == n_chunks:
                 if self.pool is not None and report:
                     self.pool.counters[_spin.FINISHED] = self.number  # for the caller polling it
@@ -125,9 +153,25 @@ class _Worker:
     def __init__(self, pool, number):
         self.wake = threading.Event()
         self.sleeping = False  # (set under the GIL: the caller wakes only a sleeping worker)
+        self.error = None  # an exception that stopped its loop, for the next caller to raise
         self.pool, self.number = pool, number
-        self.thread = threading.Thread(target=self._loop, name=f"minigrad-worker-{number + 1}", daemon=True)
+        self.thread = threading.Thread(target=self._live, name=f"minigrad-worker-{number + 1}", daemon=True)
         self.thread.start()
+
+    def _live(self):
+        """Serve jobs for ever. An exception (say, numba failing to compile ``serve`` in a process
+        whose first kernel calls were interrupted) does not end the thread: it is kept for the
+        next caller to raise, and the worker waits for the next launch to wake it and tries again."""
+        while True:
+            try:
+                self._loop()
+            except BaseException as error:
+                self.error = error
+                self.pool.worker_failed = True
+                self.sleeping = True
+                self.wake.wait()
+                self.sleeping = False
+                self.wake.clear()
 
     def _loop(self):
         seen = finished = 0
@@ -167,13 +211,17 @@ def _oversubscribed():
 
 
 class _Pool:
-    """Worker threads shared by all kernels of the process; one launch uses them at a time."""
+    """Worker threads shared by all kernels of the process; one launch uses them at a time.
+
+    The number of the latest published job is ``counters[STARTED]`` (see the module docstring):
+    the pool keeps no other count of its jobs, so there is nothing to roll back when a launch
+    stops before it publishes."""
 
     def __init__(self):
         self.workers = []
         self.busy = threading.Lock()
         self.job = None  # the current Python job
-        self.number = 0  # of the latest job
+        self.worker_failed = False  # set by a worker whose loop raised (see _Worker._live)
         self.counters = np.zeros(_spin.SIZE, dtype=np.int64)  # polled by the threads (_spin.py)
         # where the arguments of a job go: two blocks, used by odd and even jobs (see _spin.py)
         self.blocks = np.zeros((2, _entries.BLOCK_SIZE), dtype=np.int64)
@@ -184,33 +232,87 @@ class _Pool:
         if not self.busy.acquire(blocking=False):
             kernel(*args, 0, n_items)  # another thread's kernel has the workers: run on this one
             return None
+        failed = 0
         try:
             while len(self.workers) < n_threads - 1:
                 self.workers.append(_Worker(self, len(self.workers)))
-            number = self.number = self.number + 1
+            if self.worker_failed:
+                self._raise_worker_error()
+            counters = self.counters
+            number = counters.item(_spin.STARTED) % _spin.LAST_JOB + 1  # _spin.next_job; taken for good only by publish
             block = self.block_of[number % 2]
             entry, machine_code = _entry_of(kernel, args, block)
             for worker in self.workers[: n_threads - 1]:
                 if worker.sleeping:  # (a polling worker sees the job by itself)
                     worker.wake.set()
             if entry:
-                counters = self.counters
-                if not _spin.launch(counters, number, entry, machine_code, block[2], n_items, n_chunks,
-                                    n_threads - 1, _WAIT_POLLS, _spin.SHORT_POLLS):
-                    while not _spin.wait_done(counters, n_chunks, _WAIT_POLLS, _spin.SHORT_POLLS):
-                        time.sleep(_SLEEP)  # a chunk is slow (or its thread is not running): let it have the core
-                return None
-            job = _Job(kernel, args, n_items, n_chunks)
-            job.pool, job.number = self, number
-            self.job = job
-            _spin.publish(self.counters, number, 0, 0, 0, n_items, n_chunks, n_threads - 1)
-            if not job.work():  # chunks may still run on other threads: poll, then sleep
-                if not _spin.wait_until_equal(self.counters, _spin.FINISHED, number, _spin.POLLS):
-                    job.finished.wait()
-            self.job = None
-            return job
+                failed = -1
+                try:  # (-1: not all done yet; else FAILED)
+                    failed = _spin.launch(counters, number, entry, machine_code, block[2], n_items, n_chunks,
+                                          n_threads - 1, _WAIT_POLLS, _spin.SHORT_POLLS)
+                finally:
+                    if failed < 0 and counters.item(_spin.STARTED) == number:  # published: wait for its chunks
+                        _wait_for_chunks(counters, n_chunks)
+                        failed = counters.item(_spin.FAILED)
+                job = None
+            else:
+                job = self._run_python_job(kernel, args, n_items, n_chunks, n_threads, number)
         finally:
             self.busy.release()
+        if failed:
+            _raise_failed_chunk(kernel, args, (failed - 1) * n_items // n_chunks, failed * n_items // n_chunks)
+        return job
+
+    def _raise_worker_error(self):
+        self.worker_failed = False
+        for worker in self.workers:
+            error, worker.error = worker.error, None
+            if error is not None:
+                raise _warm.restart_error(error) or RuntimeError(
+                    f"parallel_for: worker thread {worker.number + 1} of minigrad's pool failed with "
+                    f"{type(error).__name__}: {error} (it will try again at the next launch)") from error
+
+    def _run_python_job(self, kernel, args, n_items, n_chunks, n_threads, number):
+        job = _Job(kernel, args, n_items, n_chunks)
+        job.pool, job.number = self, number
+        self.job = job
+        try:
+            _spin.publish(self.counters, number, 0, 0, 0, n_items, n_chunks, n_threads - 1)
+            if not job.work() and not job.stopped:  # chunks may still run on other threads: poll, then sleep
+                if not _spin.wait_until_equal(self.counters, _spin.FINISHED, number, _spin.POLLS):
+                    job.finished.wait()
+        finally:
+            job.stopped = True  # (after an interrupt: the workers start no more of its chunks)
+            self.job = None
+        return job
+
+
+def _wait_for_chunks(counters, n_chunks):
+    """Wait until every chunk of the published compiled job is done (``_spin.wait_done``: poll,
+    then sleep in Python where there is no futex). A KeyboardInterrupt meanwhile is held back and
+    raised once they are: a chunk still running on another thread would otherwise be counted in
+    the next job's ``DONE``."""
+    interrupted = None
+    while True:
+        try:
+            while not _spin.wait_done(counters, n_chunks, _WAIT_POLLS, _spin.SHORT_POLLS):
+                time.sleep(_SLEEP)  # a chunk is slow (or its thread is not running): let it have the core
+            break
+        except BaseException as error:  # (KeyboardInterrupt, from the sleep)
+            interrupted = error
+    if interrupted is not None:
+        raise interrupted
+
+
+def _raise_failed_chunk(kernel, args, start, stop):
+    """A compiled kernel raised on items [start, stop) on some thread of the pool: numba keeps the
+    exception where only its own call from Python can turn it into one, so call the kernel again
+    on those items, from Python, on this thread. It raises the same error (with its message). (The
+    items of that chunk run twice: after an error, the output is not to be used anyway.)"""
+    kernel(*args, start, stop)
+    name = getattr(kernel, "__name__", repr(kernel))
+    raise RuntimeError(f"parallel_for: the compiled kernel {name} raised an exception on items {start} to "
+                       f"{stop - 1} on one of minigrad's threads, but not when called again on them from Python")
 
 
 _WAIT_POLLS = 2_000_000  # the caller's wait for other threads' chunks: a millisecond or two, yielding
@@ -232,14 +334,15 @@ def _entry_of(kernel, args, block):
     if found is None:
         if _warm.pending(_warm.POOL_LAST):  # another process is compiling the entries: not here too
             return _NO_ENTRY
-        found = _entries.entry_of(kernel, args, key) or _NO_ENTRY
+        with _warm.loading:  # (compiles or loads it: first use, see _warm.py)
+            found = _entries.entry_of(kernel, args, key) or _NO_ENTRY
         _entries_by_kernel.setdefault(kernel, {})[key] = found
     return found
 
 
 _pool = None
 _pool_lock = threading.Lock()
-_spin = _entries = _warm = None  # modules imported with the first pool
+_spin = _entries = None  # modules imported with the first pool (they import numba)
 
 
 def _forget_pool():
@@ -252,32 +355,48 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+def _whole(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"parallel_for: {name} must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
 def parallel_for(kernel, n_items, *args, chunks_per_thread=2, threads=None):
     """``kernel(*args, start, stop)`` over ``range(n_items)``, in chunks shared by the threads.
 
     With one thread (or one item) it is the single call ``kernel(*args, 0, n_items)``.
-    ``chunks_per_thread`` > 1 cuts finer, so that a thread slowed by another program on its core
-    leaves more of the work to the others. ``threads`` caps the thread count for this launch.
+    ``chunks_per_thread`` (>= 1) > 1 cuts finer, so that a thread slowed by another program on its
+    core leaves more of the work to the others. ``threads`` (>= 1) caps the thread count for this
+    launch. An exception raised by the kernel on any thread is raised here.
     """
-    global _pool
-    n_threads = min(_n_threads if threads is None else threads, n_items)
+    if type(chunks_per_thread) is not int or chunks_per_thread < 1:  # (the common case costs one check)
+        chunks_per_thread = _whole("chunks_per_thread", chunks_per_thread)
+    if threads is None:
+        threads = _n_threads
+    elif type(threads) is not int or threads < 1:
+        threads = _whole("threads", threads)
+    n_threads = min(threads, n_items)
     if n_threads <= 1:
         if n_items > 0:
             kernel(*args, 0, n_items)
         return
     pool = _pool
     if pool is None:
-        global _spin, _entries, _warm
-        from . import _warm
-
         if _warm.pending(_warm.POOL_FIRST):  # (a fresh machine: another process is compiling the pool)
             kernel(*args, 0, n_items)
             return
-        from . import _entries, _spin  # (numba: only compiled kernels run in parallel)
-
-        with _pool_lock:
-            pool = _pool = _pool or _Pool()
+        with _warm.loading:  # the first launch imports and compiles (or loads) the pool: first use, see _warm.py
+            _first_pool()
+            return parallel_for(kernel, n_items, *args, chunks_per_thread=chunks_per_thread, threads=threads)
     n_chunks = min(n_items, n_threads * chunks_per_thread, _spin.MAX_CHUNKS)
     job = pool.run(kernel, args, n_items, n_chunks, n_threads)
     if job is not None and job.error is not None:
         raise job.error
+
+
+def _first_pool():
+    """Import the pool's compiled parts (and numba) and make the process's pool."""
+    global _pool, _spin, _entries
+    _entries, _spin = _warm.load("_entries"), _warm.load("_spin")  # (numba: only compiled kernels run in parallel)
+    with _pool_lock:
+        _pool = _pool or _Pool()

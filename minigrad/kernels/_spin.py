@@ -45,17 +45,31 @@ On Linux they do not yield while polling: yielding gives the core away for a who
 when another program waits for it.
 
 The counters array (int64, one field per cache line where threads write):
-- ``STARTED``: number of the latest job (1, 2, ...). The fields of job j sit at ``_slot(j)``
+- ``STARTED``: number of the latest published job. The fields of job j sit at ``_slot(j)``
   (addresses of the entry, the kernel and the arguments; items, chunks, helpers); two sets of fields alternate,
   so a worker that reads job j's fields late never sees job j + 1's half written;
 - ``NEXT``: (job << 32) | (chunks taken from the front << 16) | chunks taken from the back.
   Claiming a chunk is one compare-and-swap that checks the job number too: a worker still busy
   with an old job can never take a chunk of the next one;
 - ``DONE``: chunks of the current job done; the caller waits until it equals the chunk count;
+- ``FAILED``: 0, or 1 + the first chunk of the current job whose kernel raised (the caller then
+  raises the kernel's error: ``_parallel.py``);
 - ``FINISHED``: the latest Python job whose last chunk a worker finished;
 - ``SLEEPERS``, ``WAITING``: workers asleep in the futex on ``STARTED``, callers asleep on ``DONE``
   (whoever changes that field wakes them);
 - ``CONTENDED``: until when (``_now_ns``) the machine counts as contended.
+
+Job numbers. They run 1, 2, ..., LAST_JOB = 2^31 - 2, then start again at 1 (``next_job``):
+- never 0, the number a new worker has "seen" before any job;
+- below 2^31, so that ``job << 32`` stays a positive int64 in ``NEXT`` (it is stored and compared
+  masked with JOB_MASK all the same);
+- LAST_JOB is even, so that even after the wrap two jobs in a row use the two sets of fields (and
+  the two argument blocks of ``_parallel.py``) in turn.
+A job counts as *published* from the moment ``publish`` writes its number into ``STARTED``, and
+only then: the next job's number is always ``next_job(STARTED)``, so a launch that stops before
+``publish`` (an error, Ctrl-C) uses up no number and leaves nothing half-published. ``publish``
+and ``launch`` are compiled: Ctrl-C cannot stop them half-way (Python looks at signals only
+between its own bytecodes).
 
 A loop that reads ``counters[i]`` and writes nothing would be compiled to read it once: LLVM may
 assume no one else changes it. ``_load_acquire`` is an atomic load, which must read the memory
@@ -79,14 +93,21 @@ LOST_SHARE = 8  # that time): is another program busy?
 CONTENDED_NS = 200_000_000  # how long the machine counts as contended after a yes
 SETTLE = 30_000  # polls (a few microseconds) a worker waits before it runs a Python job: see above
 
-STARTED, NEXT, DONE, FINISHED, SLEEPERS, WAITING, CONTENDED = 0, 8, 16, 24, 32, 40, 48  # (a cache line each)
-FIELDS = 56  # job j's fields at FIELDS + 8 * (j % 2)
+STARTED, NEXT, DONE, FINISHED, SLEEPERS, WAITING, CONTENDED, FAILED = 0, 8, 16, 24, 32, 40, 48, 56  # (a cache line each)
+FIELDS = 64  # job j's fields at FIELDS + 8 * (j % 2)
 ENTRY, KERNEL, BLOCK, N_ITEMS, N_CHUNKS, N_HELPERS, CALLER_CPU = range(7)
 PYTHON_JOB, SLEEP, LOST_CORE, MOVE = 0, 1, 2, 3  # what serve asks of Python (MOVE + c: move off CPU c)
 SIZE = FIELDS + 16
 _JOB_SHIFT, _BACK_BITS = 32, 16  # NEXT = job << 32 | chunks taken from the front << 16 | from the back
 _BACK_MASK = (1 << _BACK_BITS) - 1
 MAX_CHUNKS = _BACK_MASK
+JOB_MASK = (1 << 31) - 1  # job numbers fit in 31 bits: job << 32 keeps the sign bit of NEXT clear
+LAST_JOB = JOB_MASK - 1  # then 1 again; even, so that jobs keep alternating between the two slots
+
+
+def next_job(job):
+    """The number of the job after job ``job``: 1, 2, ..., LAST_JOB, 1, ... (see above)."""
+    return job % LAST_JOB + 1
 
 
 def _counter(context, builder, signature, args):
@@ -180,14 +201,14 @@ def _compare_and_swap(typingctx, counters, index, expected, new):
 
 @intrinsic
 def _call_entry(typingctx, entry, kernel, block, start, stop):
-    """Call the C function at address ``entry``: void entry(kernel, block, start, stop), all int64."""
+    """Call the C function at address ``entry``: int64 entry(kernel, block, start, stop), all int64;
+    it returns 0, or 1 if the kernel raised (``_entries.py``)."""
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        function = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [i64] * 4).as_pointer())
-        builder.call(function, args[1:])
-        return context.get_dummy_value()
+        function = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 4).as_pointer())
+        return builder.call(function, args[1:])
 
-    return types.none(*[types.int64] * 5), codegen
+    return types.int64(*[types.int64] * 5), codegen
 
 
 @intrinsic
@@ -281,21 +302,25 @@ def run_chunks(counters, job, from_back):
 
     The caller takes chunks from the front, workers from the back: when both keep pace, each
     thread gets the same rows in every launch of the same shape, so a backward kernel reads the
-    rows its own thread's forward kernel wrote, still in that core's cache."""
+    rows its own thread's forward kernel wrote, still in that core's cache.
+
+    A chunk whose kernel raised counts as done like any other; the first such chunk is noted in
+    ``FAILED`` for the caller."""
     fields = _slot(job)
     entry, kernel, block = counters[fields + ENTRY], counters[fields + KERNEL], counters[fields + BLOCK]
     n_items, n_chunks = counters[fields + N_ITEMS], counters[fields + N_CHUNKS]
     while True:
         claim = _load_acquire(counters, NEXT)
         front, back = (claim >> _BACK_BITS) & _BACK_MASK, claim & _BACK_MASK
-        if (claim >> _JOB_SHIFT) != job or front + back >= n_chunks:
+        if (claim >> _JOB_SHIFT) & JOB_MASK != job & JOB_MASK or front + back >= n_chunks:
             return
         if from_back:
             chunk, taken = n_chunks - 1 - back, claim + 1
         else:
             chunk, taken = front, claim + (1 << _BACK_BITS)
         if _compare_and_swap(counters, NEXT, claim, taken):
-            _call_entry(entry, kernel, block, chunk * n_items // n_chunks, (chunk + 1) * n_items // n_chunks)
+            if _call_entry(entry, kernel, block, chunk * n_items // n_chunks, (chunk + 1) * n_items // n_chunks):
+                _compare_and_swap(counters, FAILED, 0, chunk + 1)  # (the first failure is kept)
             if _fetch_add(counters, DONE, 1) == n_chunks - 1 and _load_in_order(counters, WAITING) > 0:
                 _futex(counters, DONE, _FUTEX_WAKE, 1)  # the last chunk: wake the caller
 
@@ -363,7 +388,8 @@ def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
 
 @jit
 def publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers):
-    """Make job number ``job`` the current one (entry 0: a Python job)."""
+    """Make job number ``job`` (1 <= job <= LAST_JOB) the current one (entry 0: a Python job).
+    The job counts as published once ``STARTED`` holds its number, the last write."""
     fields = _slot(job)
     counters[fields + ENTRY] = entry
     counters[fields + KERNEL] = kernel
@@ -373,7 +399,8 @@ def publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers):
     counters[fields + N_HELPERS] = n_helpers
     counters[fields + CALLER_CPU] = _getcpu()
     _store_release(counters, DONE, 0)
-    _store_release(counters, NEXT, job << _JOB_SHIFT)
+    _store_release(counters, FAILED, 0)
+    _store_release(counters, NEXT, (job & JOB_MASK) << _JOB_SHIFT)
     _exchange(counters, STARTED, job)  # (whoever sees it sees the fields above)
     if _load_in_order(counters, SLEEPERS) > 0:  # (checked after the exchange: see serve)
         _futex(counters, STARTED, _FUTEX_WAKE, 1 << 30)
@@ -408,10 +435,13 @@ def wait_done(counters, n_chunks, polls, short_polls):
 @jit
 def launch(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers, polls, short_polls):
     """The caller of a compiled job: publish it, take chunks, then wait for the others'
-    (``wait_done``). True if every chunk is done."""
+    (``wait_done``). -> ``FAILED`` (0, or 1 + a chunk whose kernel raised) once every chunk is
+    done, or -1 if they are not done yet (no futex: the caller waits in Python)."""
     publish(counters, job, entry, kernel, block, n_items, n_chunks, n_helpers)
     run_chunks(counters, job, False)
-    return wait_done(counters, n_chunks, polls, short_polls)
+    if not wait_done(counters, n_chunks, polls, short_polls):
+        return -1
+    return _load_acquire(counters, FAILED)
 
 
 @jit

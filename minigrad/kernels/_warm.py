@@ -18,13 +18,36 @@ process finishes its work even if this one has exited meanwhile, for the next ru
 
 The result is the same machine code, compiled by the same numba for the same CPU; only the
 wall-clock time changes. ``MINIGRAD_COMPILE_AHEAD=0`` turns this off.
+
+This file also keeps the first use safe from two accidents:
+
+- Ctrl-C during the first kernel calls. numba is imported on first use (``load``), and an
+  interrupt can land half-way through its import: Python then forgets the module it was running
+  but keeps the ones it had finished, and the next ``import numba`` builds a new ``numba`` module
+  that lacks them (``module 'numba' has no attribute 'core'``). So ``load`` forgets every module
+  that the interrupted import added (numba's, llvmlite's, the kernel files, and any left half
+  initialised), and the next call imports them afresh. If numba still cannot recover (an interrupt
+  in the middle of its first compile can leave its own tables half filled), the next kernel call
+  says in one line to restart the process (``RESTART``) instead of failing with an error about
+  numba's insides.
+- A fork while another thread makes the first kernel calls. ``os.fork`` copies only the forking
+  thread; a lock that another thread held at that moment stays held for ever in the child. So,
+  just before a fork, the forking thread takes the locks of the first use itself, and releases
+  them in the parent and in the child just after (``_before_fork``; the order is in ``_fork_locks``).
+  The fork waits for an import or a compile in progress to end, and the child gets every lock free.
+  Python's own import locks are among them: a module that another thread was importing at the
+  fork can never be imported in the child. Hence ``loading``, held through everything of the first
+  use that imports (numba imports parts of itself and of numpy lazily, in a kernel's first call).
 """
 import contextlib
 import glob
+import importlib
+import logging  # noqa: F401  (before the fork hooks below: see _fork_locks)
 import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -36,9 +59,12 @@ WAIT_SECONDS = 300  # give up waiting (and compile here) if the other process ta
 
 def warm_up(file):
     """Compile (or load) the float32 kernels of one kernel file, as a training step calls them."""
-    import importlib
+    with loading:  # (first use: see the module docstring)
+        _warm_up(file)
 
-    module = importlib.import_module(f"{__package__}.{file}")
+
+def _warm_up(file):
+    module = load(file)
     x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
     w = np.ones(6, np.float32)
     if file == "matmul":
@@ -151,7 +177,13 @@ class _Ahead:
 
 _ahead = None
 _started = False
-_lock = threading.Lock()
+_lock = threading.RLock()  # (re-entrant, as every lock of _fork_locks)
+# held during the first use: the imports of numba and of the kernel files (load), each kernel's
+# first call (first_call), the pool's first launch and the compiles of its entries (_parallel.py)
+loading = threading.RLock()
+_interrupted = False  # True once a first use was interrupted (see restart_error)
+RESTART = ("minigrad: the first kernel calls of this process were interrupted (Ctrl-C) while numba was loading, "
+           "and numba cannot recover from that here: restart the Python process (in a notebook: restart the kernel)")
 
 
 def pending(name):
@@ -163,16 +195,86 @@ def pending(name):
 
 
 def _cache_is_cold(files):
-    from ._jit import kernel_cache_path
-
-    path = kernel_cache_path()
+    path = load("_jit").kernel_cache_path()
     return path is not None and not any(glob.glob(os.path.join(path, f"{file}.*.nbi")) for file in files)
+
+
+def load(file):
+    """The kernel module ``file`` ("softmax", "_spin", ...), imported under ``loading`` if it is
+    not yet. If the import fails or is interrupted, every module it added that could break the next
+    import is forgotten (``_forget``), so that the next call imports them afresh."""
+    name = f"{__package__}.{file}"
+    with loading:
+        before = set(sys.modules)
+        try:
+            return importlib.import_module(name)
+        except BaseException as error:
+            _forget(before, error)
+            replacement = restart_error(error)
+            if replacement is None:
+                raise
+            raise replacement from error
+
+
+def _forget(before, error):
+    """After an import that raised ``error``: take out of ``sys.modules`` (and off their parent
+    packages) the modules that appeared since ``before`` and would be found broken later: numba's
+    and llvmlite's if numba itself was among them, the kernel files, any module still marked as
+    initialising, and any module whose parent package is gone (so, its children too)."""
+    global _interrupted
+    if not isinstance(error, Exception):  # KeyboardInterrupt (or SystemExit)
+        _interrupted = True
+    fresh_numba = "numba" not in before
+    for name in sorted(set(sys.modules) - before, key=lambda name: name.count(".")):  # parents first
+        module = sys.modules.get(name)
+        parent, _, child = name.rpartition(".")
+        if ((fresh_numba and name.partition(".")[0] in ("numba", "llvmlite"))
+                or name.startswith(f"{__package__}.")
+                or getattr(getattr(module, "__spec__", None), "_initializing", False)
+                or (parent and parent not in sys.modules)):
+            sys.modules.pop(name, None)
+            if parent and getattr(sys.modules.get(parent), child, None) is module:
+                delattr(sys.modules[parent], child)
+
+
+def restart_error(error):
+    """``RuntimeError(RESTART)`` if ``error`` looks like numba broken by an interrupted first use
+    in this process, else None: after an interrupt, an error about a missing attribute or module,
+    or one of numba's own, raised from inside numba, llvmlite or the import machinery (a learner's
+    own mistake, raised in minigrad's checks, stays as it is)."""
+    if not _interrupted or not isinstance(error, Exception):
+        return None
+    kind = isinstance(error, (AttributeError, ImportError, NameError)) or type(error).__module__.startswith("numba")
+    last = error.__traceback__
+    while last is not None and last.tb_next is not None:
+        last = last.tb_next
+    where = last.tb_frame.f_code.co_filename if last is not None else ""
+    inside = any(f"{os.sep}{package}{os.sep}" in where for package in ("numba", "llvmlite")) or "importlib" in where
+    return RuntimeError(RESTART) if kind and (inside or "numba" in str(error)) else None
+
+
+def first_call(kernel, args, kwargs):
+    """``kernel(*args, **kwargs)``, the first call of a kernel in this process (which compiles it,
+    or loads it from the cache, and imports what numba and numpy import lazily), under ``loading``:
+    an interrupt is remembered, and an error of numba broken by an earlier interrupt becomes the
+    one line ``RESTART``."""
+    global _interrupted
+    try:
+        with loading:
+            return kernel(*args, **kwargs)
+    except BaseException as error:
+        if not isinstance(error, Exception):
+            _interrupted = True
+        replacement = restart_error(error)
+        if replacement is not None:
+            raise replacement from error
+        raise
 
 
 def before_import(file):
     """Called before a kernel file is first imported on the numba backend (see __init__.py)."""
     global _ahead, _started
-    with _lock:
+    with loading, _lock:
         if not _started:
             _started = True
             if os.environ.get("MINIGRAD_COMPILE_AHEAD", "1") != "0" and _cache_is_cold(AHEAD):
@@ -191,13 +293,86 @@ def before_import(file):
         ahead.wait_for(file)
 
 
-def _forget_after_fork():
+def _fork_locks():
+    """The locks that a fork must not split, as (owner, attribute name), in the order in which
+    every thread that takes several of them takes them:
+
+    1. ``loading`` (this file): around the first use (the imports of numba and of the kernel
+       files, each kernel's first call, the pool's first launch: everything that imports);
+    2. ``_lock`` (this file): around the start of the second process, taken inside ``loading``;
+    3. numba's global compiler lock (``numba.core.compiler_lock.global_compiler_lock``): around
+       every compile and every load from the cache; an import under ``loading`` may compile;
+    4. llvmlite's LLVM lock (``llvmlite.binding.ffi.lib._lock``): around every call into LLVM,
+       which numba makes while it holds its compiler lock;
+    5. the lock of the compile notice (``_jit._CompileNotice``), taken inside a compile.
+
+    numba's and llvmlite's are private attributes: the ones of numba 0.58 to 0.6x and llvmlite
+    0.41 to 0.5x. A lock that is not there (numba not imported yet, or another version) is left
+    out. All of them are re-entrant (RLock): the forking thread may hold some already.
+
+    Other modules' fork hooks run too, in the reverse order of their registration, and some take
+    a lock of their own before the fork: ``logging`` does, and numba's import needs that lock. So
+    ``logging`` is imported before this file registers its hooks: ours run first, and the forking
+    thread never holds logging's lock while it waits for a thread that is importing numba. For a
+    hook that this cannot foresee, the wait is bounded (FORK_WAIT_SECONDS, longer than the first
+    call of any kernel takes on a busy machine): after that, the fork goes ahead without the locks
+    it could not get, and the child gets new ones in their place."""
+    owners = [(sys.modules[__name__], "loading"), (sys.modules[__name__], "_lock")]
+    compiler = getattr(sys.modules.get("numba.core.compiler_lock"), "global_compiler_lock", None)
+    owners.append((compiler, "_lock"))
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    owners.append((getattr(getattr(ffi, "lib", None), "_lock", None), "_lock"))
+    jit = sys.modules.get(f"{__package__}._jit")
+    owners.append((getattr(jit, "compile_notice", None), "lock"))
+    return [(owner, name) for owner, name in owners
+            if owner is not None and hasattr(getattr(owner, name, None), "_is_owned")]
+
+
+FORK_WAIT_SECONDS = 60
+_held_at_fork = {}  # forking thread -> [(owner, name, lock or None)] from _before_fork, for after the fork
+
+
+def _before_fork():
+    """Take the locks of ``_fork_locks`` in their order, so that no other thread holds one at
+    the moment of the fork. A lock that this thread holds already is taken again (re-entrant).
+    If this thread holds a lock late in the order (it forks from inside a compile, say), another
+    thread may hold an earlier one while it waits for that one: then the earlier one is only
+    tried, not waited for (else both would wait for ever); in the child it is replaced by a new
+    lock (``_after_fork_in_child``)."""
+    locks = [(owner, name, getattr(owner, name)) for owner, name in _fork_locks()]
+    owned = [lock._is_owned() for _, _, lock in locks]
+    held = []
+    deadline = time.monotonic() + FORK_WAIT_SECONDS
+    for i, (owner, name, lock) in enumerate(locks):
+        if any(owned[i + 1:]):
+            taken = lock.acquire(blocking=False)
+        else:
+            taken = lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+        held.append((owner, name, lock if taken else None))
+    _held_at_fork[threading.get_ident()] = held
+
+
+def _after_fork_in_parent():
+    for owner, name, lock in reversed(_held_at_fork.pop(threading.get_ident(), [])):
+        if lock is not None:
+            lock.release()
+
+
+def _after_fork_in_child():
     global _ahead
     _ahead = None  # a forked child does not own the parent's second process or its reader thread
+    held = _held_at_fork.pop(threading.get_ident(), [])  # (the forking thread keeps its id in the child)
+    _held_at_fork.clear()
+    for owner, name, lock in reversed(held):
+        if lock is not None:
+            lock.release()
+        else:
+            setattr(owner, name, threading.RLock())  # held by a thread that the child does not have
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 
 if __name__ == "__main__":
