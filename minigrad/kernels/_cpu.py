@@ -89,6 +89,28 @@ def parse_tile(text):
     return rows, cols
 
 
+VECTOR_BYTES = {"avx512": 64, "avx2": 32, "neon": 16, "sse": 16}  # bytes in one SIMD register
+KERNELS = ("vector", "loops")  # how the tile's k loop is written (matmul.py: _fma_tile, or scalar loops)
+
+
+def vector_bytes():
+    """Bytes in one SIMD register of the CPU compiled for: the width of the tile's vectors."""
+    return VECTOR_BYTES[simd_family()]
+
+
+def vector_tile():
+    """True: the tile's k loop is explicit vector code; False: scalar loops that LLVM vectorises.
+    ``MINIGRAD_MATMUL_KERNEL=vector`` or ``=loops`` forces one (not cached, like a forced tile)."""
+    forced = os.environ.get("MINIGRAD_MATMUL_KERNEL", "").strip().lower()
+    if forced and forced not in KERNELS:
+        raise ValueError(f"MINIGRAD_MATMUL_KERNEL={forced!r}: expected one of {', '.join(KERNELS)}")
+    return (forced or "loops") == "vector"
+
+
+def kernel_forced():
+    return bool(os.environ.get("MINIGRAD_MATMUL_KERNEL", "").strip())
+
+
 def choose_tile():
     """(MR, NR, forced): the tile for this CPU, or the one MINIGRAD_MATMUL_TILE asks for."""
     forced = os.environ.get("MINIGRAD_MATMUL_TILE", "").strip()
