@@ -4,6 +4,8 @@
     python -m demos.benchmark.matmul_kernels 4x16:loops 6x16:vector 4x16:vector
     NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES=<a Haswell list> python -m demos.benchmark.matmul_kernels
 
+Figures: the median GF/s of each, and the median over rounds of the ratio of two candidates'
+times in the same round (paired: less sensitive to other programs than a ratio of medians).
 Each variant is ``TILE:KERNEL``: a tile (``MINIGRAD_MATMUL_TILE``) and how its k loop is written
 (``MINIGRAD_MATMUL_KERNEL``: ``loops``, scalar loops that LLVM vectorises, or ``vector``, the
 explicit vector code of ``_fma_tile``). Every variant is a separate copy of ``kernels/matmul.py``,
@@ -71,6 +73,29 @@ def load_variant(tile, kernel):
     return module
 
 
+def paired_samples(candidates, rounds, sample_seconds=0.01):
+    """{name: [seconds per call in round r]}: in every round each candidate, in an order that
+    rotates, waits for other threads to go idle, warms up, then takes one timed sample of enough
+    calls to last about sample_seconds (see timing.py)."""
+    from .timing import settle, time_steps, warm_up
+
+    names = list(candidates)
+    inner = {}
+    for name, f in candidates.items():
+        f()
+        inner[name] = max(1, int(sample_seconds / max(min(time_steps(f, 3)), 1e-9)))
+    samples = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            settle()
+            warm_up(candidates[name])
+            start = time.perf_counter()
+            for _ in range(inner[name]):
+                candidates[name]()
+            samples[name].append((time.perf_counter() - start) / inner[name])
+    return samples
+
+
 def cases():
     """(label, make(rng) -> (a, b)): the 2-D products of a GPT step, and two squares."""
     from .matmul import matmul_cases
@@ -96,8 +121,6 @@ def main(argv=None):
     import minigrad
     from minigrad.kernels import _cpu, _jit
 
-    from .timing import race
-
     minigrad.set_num_threads(args.threads)
     family = _cpu.simd_family()
     tile = "x".join(map(str, _cpu.TILES[family]))
@@ -113,7 +136,9 @@ def main(argv=None):
     print(f"CPU compiled for: {_jit.target_cpu_name()} ({family}); numpy: its own BLAS; threads: {args.threads}")
 
     rng = np.random.default_rng(0)
-    header = ["case"] + [f"{v} GF/s" for v in variants] + ["numpy GF/s"] + [f"{v}/numpy" for v in variants]
+    first = variants[0]
+    header = (["case"] + [f"{v} GF/s" for v in variants] + ["numpy GF/s"] + [f"{v}/numpy" for v in variants]
+              + [f"{v}/{first}" for v in variants[1:]])
     print(" | ".join(header))
     for label, make in cases():
         a, b = make(rng)
@@ -124,11 +149,15 @@ def main(argv=None):
             if not np.allclose(got, reference, rtol=1e-3, atol=1e-3 * np.sqrt(a.shape[-1])):
                 raise AssertionError(f"{variant} disagrees with numpy on {label}")
             candidates[variant] = lambda a=a, b=b, f=module.matmul_compiled: f(a, b)
-        seconds, _ = race(candidates, budget=0, repeats=args.rounds)
+        samples = paired_samples(candidates, args.rounds)
         flops = 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
-        gflops = {name: flops / s / 1e9 for name, s in seconds.items()}
+        gflops = {name: flops / np.median(s) / 1e9 for name, s in samples.items()}
+        # ratios within each round (the candidates ran one after the other), then their median
+        def paired(x, y):
+            return np.median(np.asarray(samples[y]) / np.asarray(samples[x]))
+
         row = [label] + [f"{gflops[v]:.1f}" for v in variants] + [f"{gflops['numpy']:.1f}"]
-        row += [f"{gflops[v] / gflops['numpy']:.2f}" for v in variants]
+        row += [f"{paired(v, 'numpy'):.2f}" for v in variants] + [f"{paired(v, first):.2f}" for v in variants[1:]]
         print(" | ".join(row), flush=True)
 
     for variant, module in modules.items():

@@ -12,6 +12,13 @@ operands come from the nearest caches:
   multiply-adds (``_tile_kernel``). The tile is chosen for the CPU's registers (``_cpu.py``):
   8 x 32 on AVX-512 (16 accumulators of 16 floats, 2 loads of ``b``, 8 broadcasts of ``a``),
   4 x 16 on AVX2, 8 x 8 on arm64 NEON, 4 x 8 with plain SSE.
+- The loop over ``k`` inside a tile is written one of two ways (``MINIGRAD_MATMUL_KERNEL``):
+  ``loops``, scalar loops that LLVM's vectorizers turn into SIMD code (``_tile_kernel``), or
+  ``vector``, explicit vector code (``_fma_tile``, which emits ``_fma_tile_loop``): vector loads
+  of ``b``, each number of ``a`` splat across a register, one fused multiply-add per accumulator
+  register, the accumulators carried from step to step in registers, four steps per turn. It
+  needs MR * NR / W + NR / W + 1 registers (W numbers each): a 6 x 16 tile, 12 accumulators, fits
+  the 16 registers of AVX2, where the scalar loops spill it to the stack.
 - ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of NR columns. A
   ``KC x NR`` piece of a strip stays in the L1 cache while the tiles run down all the rows of
   ``a`` (which stay in L2) (``matmul_block``).
