@@ -11,14 +11,17 @@ operands come from the nearest caches:
   ``k``. Each step ``p`` loads NR numbers of ``b`` and MR numbers of ``a`` and does MR x NR
   multiply-adds (``_tile_kernel``). The tile is chosen for the CPU's registers (``_cpu.py``):
   8 x 32 on AVX-512 (16 accumulators of 16 floats, 2 loads of ``b``, 8 broadcasts of ``a``),
-  4 x 16 on AVX2, 8 x 8 on arm64 NEON, 4 x 8 with plain SSE.
+  6 x 16 on AVX2, 8 x 8 on arm64 NEON, 4 x 8 with plain SSE.
 - The loop over ``k`` inside a tile is written one of two ways (``MINIGRAD_MATMUL_KERNEL``):
   ``loops``, scalar loops that LLVM's vectorizers turn into SIMD code (``_tile_kernel``), or
   ``vector``, explicit vector code (``_fma_tile``, which emits ``_fma_tile_loop``): vector loads
   of ``b``, each number of ``a`` splat across a register, one fused multiply-add per accumulator
   register, the accumulators carried from step to step in registers, four steps per turn. It
   needs MR * NR / W + NR / W + 1 registers (W numbers each): a 6 x 16 tile, 12 accumulators, fits
-  the 16 registers of AVX2, where the scalar loops spill it to the stack.
+  the 16 registers of AVX2, where the scalar loops spill it to the stack. AVX2 uses it (6 x 16,
+  vector); the other CPUs keep the loops, which were as fast there (``_cpu.KERNEL_OF``).
+  ``tests/test_matmul_asm.py`` reads the compiled loop: per step of k, MR * NR / W FMAs and no
+  stack access.
 - ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of NR columns. A
   ``KC x NR`` piece of a strip stays in the L1 cache while the tiles run down all the rows of
   ``a`` (which stay in L2) (``matmul_block``).
@@ -307,6 +310,7 @@ def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accum
     NR / W fused multiply-adds (W floats per register).
     (A loop over the rows would read more simply, but LLVM may then vectorise across the rows,
     with gathers and scatters, instead of along them.)
+    With VECTOR_TILE, the loop over k is ``_fma_tile`` instead: the same sums, as explicit vector code.
     """
     _never_inline()
     if b.strides[1] != _number_size(b):  # from here on, the compiler knows b's rows are contiguous
