@@ -6,7 +6,8 @@ Checked in a fresh interpreter with an empty numba cache, for two targets:
 - AVX2, as LLVM compiles it for a Haswell on any x86 host that can run AVX2 (NUMBA_CPU_NAME and a
   Haswell feature list, so that an AVX-512 host's features do not leak in): the 6 x 16 tile,
   12 accumulators in ymm registers;
-- this host's own tile, natively (8 x 32 with zmm registers on AVX-512, the AVX2 tile on AVX2).
+- this host's own tile and kernel, natively (8 x 32 loops with zmm registers on AVX-512, the AVX2
+  tile and kernel on AVX2).
 """
 import json
 import os
@@ -56,8 +57,8 @@ def _host_family():
 def _compile_tile(tmp_path, **env):
     environment = {k: v for k, v in os.environ.items()
                    if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "MINIGRAD_MATMUL_TILE")}
-    environment.update(NUMBA_CACHE_DIR=str(tmp_path), MINIGRAD_MATMUL_KERNEL="vector",
-                       MINIGRAD_QUIET_COMPILE="1", **env)
+    environment.update(NUMBA_CACHE_DIR=str(tmp_path), MINIGRAD_QUIET_COMPILE="1",
+                       **{"MINIGRAD_MATMUL_KERNEL": "vector", **env})
     result = subprocess.run([sys.executable, "-c", _COMPILE_TILE], cwd=REPO, env=environment,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -90,8 +91,12 @@ def test_avx2_tile_keeps_twelve_accumulators_in_registers(tmp_path):
 
 @pytest.mark.skipif(_host_family() not in ("avx2", "avx512"), reason="an x86 CPU with AVX2 or AVX-512")
 def test_native_tile_keeps_its_accumulators_in_registers(tmp_path):
+    """This host's own tile and kernel, as a program here runs them (8 x 32 loops on AVX-512)."""
     family = _host_family()
-    report = _compile_tile(tmp_path, MINIGRAD_MATMUL_TILE="x".join(map(str, _cpu.TILES[family])))
+    report = _compile_tile(tmp_path, MINIGRAD_MATMUL_TILE="x".join(map(str, _cpu.TILES[family])),
+                           MINIGRAD_MATMUL_KERNEL=_cpu.KERNEL_OF[family])
+    if _cpu.KERNEL_OF[family] == "loops":
+        report["unroll"] = 1  # LLVM's loop, one step per turn
     _assert_tile_loop(report, {"avx512": "zmm", "avx2": "ymm"}[family])
     if family == "avx512":
         assert report["tile"][0] * report["tile"][1] // 16 >= 16  # at least 16 zmm accumulators
@@ -115,3 +120,7 @@ def test_tile_loops_finds_spills():
     spilled, clean = tile_loops(asm)
     assert spilled["fmas"] == 2 and spilled["registers"] == ["ymm"] and len(spilled["stack"]) == 1
     assert clean["fmas"] == 1 and clean["stack"] == []  # no frame pointer: %rbp is a plain register
+    # the same loop in a function that keeps its frame pointer in %rbp: a stack access
+    second_loop = ".LBB0_2:" + asm.split(".LBB0_2:")[1]
+    (framed,) = tile_loops("g:\n\tpushq %rbp\n\tmovq %rsp, %rbp\n" + second_loop)
+    assert len(framed["stack"]) == 1

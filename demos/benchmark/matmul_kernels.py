@@ -30,11 +30,13 @@ def tile_loops(asm):
     label, fmas (count), registers ({"ymm", ...}), stack (instructions reading or writing the stack).
 
     A loop is a label that a later jump goes back to; innermost: no other loop inside it. A stack
-    access is a memory operand based on %rsp, or on %rbp when the function keeps a frame pointer
-    in it (otherwise %rbp is one more general register)."""
+    access is a memory operand based on %rsp, or on %rbp when the loop's function keeps a frame
+    pointer in it (otherwise %rbp is one more general register)."""
     lines = asm.splitlines()
-    frame_pointer = any(re.search(r"movq\s+%rsp,\s*%rbp", line) for line in lines)
-    stack = re.compile(r"\(%rsp|\(%rbp\)" if frame_pointer else r"\(%rsp")
+    # where each function starts (a label that is not local, .L...), and whether it sets up %rbp
+    starts = [i for i, line in enumerate(lines) if re.match(r"^(?!\.?L(?:BB|tmp|func))[\w.$]+:", line)] + [len(lines)]
+    frame_pointer = {lo: any(re.search(r"movq\s+%rsp,\s*%rbp", line) for line in lines[lo:hi])
+                     for lo, hi in zip(starts, starts[1:])}
     labels, loops = {}, []
     for i, line in enumerate(lines):
         label = re.match(r"^(\.?L\w+):", line)
@@ -47,6 +49,8 @@ def tile_loops(asm):
     for lo, hi, label in loops:
         if any(lo <= lo2 and hi2 <= hi and (lo2, hi2) != (lo, hi) for lo2, hi2, _ in loops):
             continue  # not innermost
+        function = max([start for start in starts if start <= lo], default=None)
+        stack = re.compile(r"\(%rsp|\(%rbp[,)]" if frame_pointer.get(function, True) else r"\(%rsp")
         body = lines[lo:hi + 1]
         fmas = [line for line in body if "vfmadd" in line]
         if fmas:
