@@ -124,3 +124,15 @@ def test_tile_loops_finds_spills():
     second_loop = ".LBB0_2:" + asm.split(".LBB0_2:")[1]
     (framed,) = tile_loops("g:\n\tpushq %rbp\n\tmovq %rsp, %rbp\n" + second_loop)
     assert len(framed["stack"]) == 1
+
+
+def test_the_kernel_setting_is_checked(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_MATMUL_KERNEL", "vector")
+    assert _cpu.vector_tile() and _cpu.kernel_forced()
+    monkeypatch.setenv("MINIGRAD_MATMUL_KERNEL", "loops")
+    assert not _cpu.vector_tile()
+    monkeypatch.setenv("MINIGRAD_MATMUL_KERNEL", "fast")
+    with pytest.raises(ValueError, match="MINIGRAD_MATMUL_KERNEL"):
+        _cpu.vector_tile()
+    monkeypatch.delenv("MINIGRAD_MATMUL_KERNEL")
+    assert _cpu.vector_tile() == (_cpu.KERNEL_OF[_cpu.simd_family()] == "vector") and not _cpu.kernel_forced()

@@ -116,6 +116,7 @@ def vector_tile():
 
 
 def kernel_forced():
+    """True if MINIGRAD_MATMUL_KERNEL chose the kernel (then numba must not cache it)."""
     return bool(os.environ.get("MINIGRAD_MATMUL_KERNEL", "").strip())
 
 
