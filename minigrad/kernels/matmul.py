@@ -148,7 +148,9 @@ def _fma_tile(typingctx, acc, a, rows, k0, n_steps, b, b_row, b_col):
     - for each of the MR rows, one number of a, splat to all W lanes (``vbroadcastss``), and NR / W
       fused multiply-adds into that row's accumulators (``llvm.fmuladd``: one FMA instruction on
       CPUs that have it, a multiply and an add elsewhere).
-    The main loop does K_UNROLL steps per turn; a second loop does the last few one by one.
+    When the rows of a are contiguous, the main loop does K_UNROLL steps per turn and a second loop
+    the last few one by one; other strides go one step per turn. The loop is a function of its own
+    (``_fma_tile_loop``), not inlined, so that its pointers get the general registers too.
     Written as scalar loops instead, the same tile relies on LLVM's vectorizers, which load all MR
     broadcasts before the FMAs: with 6 x 16 on AVX2 that needs 12 + 2 + 6 = 20 of the 16 ymm
     registers, and four accumulators go to the stack and back on every step.
