@@ -63,9 +63,11 @@ def kernel_description():
 
 
 def matmul_tile(description):
-    """The matmul kernel's register tile, "rows x columns" of c (after the kernel's first call)."""
+    """The matmul kernel's register tile, "rows x columns" of c (after the kernel's first call), and
+    how its loop is written ("6x16 vector", "8x32 loops") when minigrad says."""
     if description and description.get("tile"):
-        return str(description["tile"])
+        kernel = description.get("matmul_kernel")
+        return str(description["tile"]) + (f" {kernel}" if kernel else "")
     matmul = sys.modules.get("minigrad.kernels.matmul")  # the kernel file, not the function of that name
     rows, cols = getattr(matmul, "MR", None), getattr(matmul, "NR", None)
     return f"{rows}x{cols}" if rows and cols else None

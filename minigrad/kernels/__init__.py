@@ -248,6 +248,8 @@ def describe():
         "simd": _cpu.simd_family(),
         "cpu": _jit.target_cpu_name(),
         "tile": f"{rows}x{cols}" + (" (forced by MINIGRAD_MATMUL_TILE)" if forced else ""),
+        "matmul_kernel": ("vector" if _cpu.vector_tile() else "loops")
+        + (" (forced by MINIGRAD_MATMUL_KERNEL)" if _cpu.kernel_forced() else ""),
         "threads": get_num_threads(),
         "parallel": "minigrad thread pool (kernels/_parallel.py)",
         "cache_dir": _jit.cache_dir(),

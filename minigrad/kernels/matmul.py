@@ -11,7 +11,17 @@ operands come from the nearest caches:
   ``k``. Each step ``p`` loads NR numbers of ``b`` and MR numbers of ``a`` and does MR x NR
   multiply-adds (``_tile_kernel``). The tile is chosen for the CPU's registers (``_cpu.py``):
   8 x 32 on AVX-512 (16 accumulators of 16 floats, 2 loads of ``b``, 8 broadcasts of ``a``),
-  4 x 16 on AVX2, 8 x 8 on arm64 NEON, 4 x 8 with plain SSE.
+  6 x 16 on AVX2, 8 x 8 on arm64 NEON, 4 x 8 with plain SSE.
+- The loop over ``k`` inside a tile is written one of two ways (``MINIGRAD_MATMUL_KERNEL``):
+  ``loops``, scalar loops that LLVM's vectorizers turn into SIMD code (``_tile_kernel``), or
+  ``vector``, explicit vector code (``_fma_tile``, which emits ``_fma_tile_loop``): vector loads
+  of ``b``, each number of ``a`` splat across a register, one fused multiply-add per accumulator
+  register, the accumulators carried from step to step in registers, four steps per turn. It
+  needs MR * NR / W + NR / W + 1 registers (W numbers each): a 6 x 16 tile, 12 accumulators, fits
+  the 16 registers of AVX2, where the scalar loops spill it to the stack. AVX2 uses it (6 x 16,
+  vector); the other CPUs keep the loops, which were as fast there (``_cpu.KERNEL_OF``).
+  ``tests/test_matmul_asm.py`` reads the compiled loop: per step of k, MR * NR / W FMAs and no
+  stack access.
 - ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of NR columns. A
   ``KC x NR`` piece of a strip stays in the L1 cache while the tiles run down all the rows of
   ``a`` (which stay in L2) (``matmul_block``).
@@ -42,17 +52,21 @@ import numpy as np
 
 # _jit first: it sets numba's compiler options, which numba reads when it is first imported
 from ._jit import jit, numba, typed_jit  # isort: skip
-from ._cpu import choose_tile  # noqa: E402
+from ._cpu import choose_tile, kernel_forced, vector_bytes, vector_tile  # noqa: E402
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
 from numba.np.numpy_support import as_dtype  # noqa: E402
+from llvmlite import ir  # noqa: E402
 
 # rows x columns of a register tile of c, chosen for the CPU's registers (see _cpu.py); a forced
 # tile is not cached (CACHE), since numba's cache does not know which tile it compiled
 MR, NR, _forced = choose_tile()
-CACHE = not _forced
+VECTOR_BYTES = vector_bytes()  # bytes in one SIMD register of this CPU: 64 with AVX-512, 32 AVX2, 16 else
+VECTOR_TILE = vector_tile()  # the tile's k loop as explicit vector code (_fma_tile), or as scalar loops
+CACHE = not _forced and not kernel_forced()
+K_UNROLL = 4  # steps of k per turn of _fma_tile's main loop
 TILE_SIZE = MR * NR  # numbers in one register tile (a named constant: numba sees it as a literal)
 KC = 256  # longest block of the k axis: a packed piece of b is KC x NR numbers (16-32 KB in float32)
 MC = 128  # most rows of a that one pass of the strips reads: MC x KC numbers (128 KB) stay in L2
@@ -118,6 +132,150 @@ def _never_inline(typingctx):
     return types.none(), codegen
 
 
+@intrinsic
+def _fma_tile(typingctx, acc, a, rows, k0, n_steps, b, b_row, b_col):
+    """acc[r, :] += sum over p < n_steps of a[rows[r], k0 + p] * b[b_row + p, b_col:b_col+NR], r < MR:
+    the k loop of one register tile, written as explicit vector code (LLVM IR).
+
+    acc: pointer to MR x NR numbers (C order), in the caller's stack frame (``_stack_pointer``).
+    a: (M, K) with any strides; rows: 8 row indices of a, the first MR used.
+    b: (K', N') with contiguous rows, NR numbers readable from column b_col on.
+
+    The MR x NR accumulators are MR * NR / W vectors of W numbers (W = VECTOR_BYTES / itemsize),
+    carried from one step of k to the next as loop variables (LLVM ``phi`` nodes), so they stay in
+    registers for the whole loop. Per step p:
+    - NR / W vector loads of the row p of b (unaligned: ``load <8 x float>, align 4`` on AVX2);
+    - for each of the MR rows, one number of a, splat to all W lanes (``vbroadcastss``), and NR / W
+      fused multiply-adds into that row's accumulators (``llvm.fmuladd``: one FMA instruction on
+      CPUs that have it, a multiply and an add elsewhere).
+    When the rows of a are contiguous, the main loop does K_UNROLL steps per turn and a second loop
+    the last few one by one; other strides go one step per turn. The loop is a function of its own
+    (``_fma_tile_loop``), not inlined, so that its pointers get the general registers too.
+    Written as scalar loops instead, the same tile relies on LLVM's vectorizers, which load all MR
+    broadcasts before the FMAs: with 6 x 16 on AVX2 that needs 12 + 2 + 6 = 20 of the 16 ymm
+    registers, and four accumulators go to the stack and back on every step.
+    """
+    if not all(isinstance(t, types.Integer) for t in (k0, n_steps, b_row, b_col)):
+        return None
+    dtype = a.dtype
+
+    def codegen(context, builder, signature, args):
+        acc_ptr, a_value, rows_value = args[:3]
+        k0_, n_, b_row_, b_col_ = (context.cast(builder, v, t, types.intp)
+                                   for v, t in zip(args[3:5] + args[6:8], signature.args[3:5] + signature.args[6:8]))
+        intp = context.get_value_type(types.intp)
+        number = context.get_data_type(dtype)
+        size = context.get_abi_sizeof(number)
+        byte_ptr = ir.IntType(8).as_pointer()
+        a_array = context.make_array(signature.args[1])(context, builder, a_value)
+        b_array = context.make_array(signature.args[5])(context, builder, args[5])
+        a_row_stride, a_col_stride = cgutils.unpack_tuple(builder, a_array.strides, 2)
+        b_row_stride = cgutils.unpack_tuple(builder, b_array.strides, 2)[0]
+        a_base, b_base = builder.bitcast(a_array.data, byte_ptr), builder.bitcast(b_array.data, byte_ptr)
+        rows = cgutils.unpack_tuple(builder, rows_value, len(signature.args[2]))[:MR]
+        # pointers to a[rows[r], k0] and to b[b_row, b_col]
+        a_k0 = builder.mul(k0_, a_col_stride)
+        a_rows = [builder.gep(a_base, [builder.add(builder.mul(row, a_row_stride), a_k0)]) for row in rows]
+        b_start = builder.gep(b_base, [builder.add(builder.mul(b_row_, b_row_stride), ir.Constant(intp, 0))])
+        b_start = builder.gep(b_start, [builder.mul(b_col_, ir.Constant(intp, size))])
+        # the loop lives in a function of its own, which LLVM may not inline: there it has all the
+        # general registers for its pointers, whatever the caller keeps in them
+        loop = _fma_tile_loop(builder.module, number, size, intp)
+        builder.call(loop, [acc_ptr, *a_rows, a_col_stride, b_start, b_row_stride, n_])
+        return context.get_dummy_value()
+
+    return types.void(acc, a, rows, k0, n_steps, b, b_row, b_col), codegen
+
+
+def _fma_tile_loop(module, number, size, intp):
+    """The LLVM function that runs the k loop of ``_fma_tile`` (declared once per module):
+    void (number *acc, i8 *a_row_0, ..., i8 *a_row_MR-1, intp a_col_stride, i8 *b, intp b_row_stride,
+    intp n_steps); byte pointers and strides in bytes."""
+    lanes = max(1, min(NR, VECTOR_BYTES // size))  # numbers per register
+    while NR % lanes:
+        lanes //= 2
+    n_vectors = NR // lanes  # vectors per row of the tile
+    name = f"minigrad_fma_tile_{MR}x{NR}_f{8 * size}_v{lanes}_u{K_UNROLL}"
+    if name in module.globals:
+        return module.globals[name]
+    byte_ptr = ir.IntType(8).as_pointer()
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [number.as_pointer(), *[byte_ptr] * MR, intp,
+                                                                   byte_ptr, intp, intp]), name)
+    function.linkage = "internal"
+    function.attributes.add("noinline")
+    acc_ptr, *a_rows = function.args[:1 + MR]
+    a_col_stride, b_base, b_row_stride, n_steps = function.args[1 + MR:]
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+
+    vector = ir.VectorType(number, lanes)
+    fmuladd = cgutils.get_or_insert_function(module, ir.FunctionType(vector, [vector] * 3),
+                                             f"llvm.fmuladd.v{lanes}f{8 * size}")
+    splat_mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+
+    def const(n):
+        return ir.Constant(intp, n)
+
+    def load(base, offset, type_):  # *(type_ *)(base + offset bytes), aligned to one number
+        return builder.load(builder.bitcast(builder.gep(base, [offset]), type_.as_pointer()), align=size)
+
+    acc_vectors = [builder.bitcast(builder.gep(acc_ptr, [const(r * NR + v * lanes)]), vector.as_pointer())
+                   for r in range(MR) for v in range(n_vectors)]
+
+    def k_loop(accs, p_start, a_offset, b_offset, a_col_stride, unroll):
+        """while p + unroll <= n_steps: `unroll` steps of k. The accumulators and the byte offsets
+        of the next numbers of a (from each row's start) and of b are loop variables (phi).
+        Returns their values after it."""
+        entry = builder.basic_block
+        header = builder.append_basic_block(f"k_by_{unroll}")
+        body = builder.append_basic_block(f"k_by_{unroll}.body")
+        done = builder.append_basic_block(f"k_by_{unroll}.done")
+        builder.branch(header)
+        builder.position_at_end(header)
+        start = [p_start, a_offset, b_offset]
+        carried = [builder.phi(intp) for _ in start] + [builder.phi(vector) for _ in accs]
+        for phi, value in zip(carried, start + accs):
+            phi.add_incoming(value, entry)
+        p, a_at, b_at, acc_phis = carried[0], carried[1], carried[2], carried[3:]
+        builder.cbranch(builder.icmp_signed("<=", builder.add(p, const(unroll)), n_steps), body, done)
+        builder.position_at_end(body)
+        new = list(acc_phis)
+        for u in range(unroll):
+            b_step = builder.add(b_at, builder.mul(const(u), b_row_stride))
+            b_vectors = [load(b_base, builder.add(b_step, const(v * lanes * size)), vector) for v in range(n_vectors)]
+            a_step = builder.add(a_at, builder.mul(const(u), a_col_stride))
+            for r in range(MR):
+                a_number = load(a_rows[r], a_step, number)
+                one = builder.insert_element(ir.Constant(vector, ir.Undefined), a_number, ir.Constant(ir.IntType(32), 0))
+                splat = builder.shuffle_vector(one, ir.Constant(vector, ir.Undefined), splat_mask)
+                for v in range(n_vectors):
+                    i = r * n_vectors + v
+                    new[i] = builder.call(fmuladd, [splat, b_vectors[v], new[i]])
+        following = ([builder.add(p, const(unroll)), builder.add(a_at, builder.mul(const(unroll), a_col_stride)),
+                      builder.add(b_at, builder.mul(const(unroll), b_row_stride))] + new)
+        for phi, value in zip(carried, following):
+            phi.add_incoming(value, builder.basic_block)
+        builder.branch(header)
+        builder.position_at_end(done)
+        return acc_phis, p, a_at, b_at
+
+    def sweep(a_col_stride, unroll):  # all n_steps of k: `unroll` at a time, then one by one
+        accs = [builder.load(ptr, align=size) for ptr in acc_vectors]
+        accs, p, a_at, b_at = k_loop(accs, const(0), const(0), const(0), a_col_stride, unroll)
+        accs = k_loop(accs, p, a_at, b_at, a_col_stride, 1)[0]
+        for ptr, value in zip(acc_vectors, accs):
+            builder.store(value, ptr, align=size)
+
+    # Rows of a contiguous (a row-major, or a packed block): the numbers of a for the next steps
+    # sit at constant offsets from the MR row pointers, so unroll k. Other strides: one step at a time.
+    with builder.if_else(builder.icmp_signed("==", a_col_stride, const(size))) as (contiguous, strided):
+        with contiguous:
+            sweep(const(size), K_UNROLL)
+        with strided:
+            sweep(a_col_stride, 1)
+    builder.ret_void()
+    return function
+
+
 def _number_size(array):
     """Bytes per number of `array`; in compiled code, a constant known at compile time."""
     return array.itemsize
@@ -154,11 +312,13 @@ def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accum
     NR / W fused multiply-adds (W floats per register).
     (A loop over the rows would read more simply, but LLVM may then vectorise across the rows,
     with gathers and scatters, instead of along them.)
+    With VECTOR_TILE, the loop over k is ``_fma_tile`` instead: the same sums, as explicit vector code.
     """
     _never_inline()
     if b.strides[1] != _number_size(b):  # from here on, the compiler knows b's rows are contiguous
         raise ValueError("_tile_kernel: the rows of b must be contiguous")
-    acc = numba.carray(_stack_pointer(c, TILE_SIZE), (MR, NR))
+    acc_ptr = _stack_pointer(c, TILE_SIZE)
+    acc = numba.carray(acc_ptr, (MR, NR))
     for t in range(n_tiles):
         i = i0 + t * MR  # first row of this tile in a, and in c
         ic = ci + t * MR
@@ -181,35 +341,38 @@ def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accum
             for r in range(MR):
                 for j in range(NR):
                     acc[r, j] = 0
-        for p in range(k1 - k0):
-            # one number from each of the MR rows of a, broadcast against NR numbers of b
-            col = np.uintp(k0 + p)
-            a0 = a[row0, col]
-            a1 = a[row1, col] if MR > 1 else a0
-            a2 = a[row2, col] if MR > 2 else a0
-            a3 = a[row3, col] if MR > 3 else a0
-            a4 = a[row4, col] if MR > 4 else a0
-            a5 = a[row5, col] if MR > 5 else a0
-            a6 = a[row6, col] if MR > 6 else a0
-            a7 = a[row7, col] if MR > 7 else a0
-            b_row = np.uintp(bk0 + p)
-            for j in range(NR):
-                b_pj = b[b_row, np.uintp(bj0 + j)]
-                acc[0, j] += a0 * b_pj
-                if MR > 1:
-                    acc[1, j] += a1 * b_pj
-                if MR > 2:
-                    acc[2, j] += a2 * b_pj
-                if MR > 3:
-                    acc[3, j] += a3 * b_pj
-                if MR > 4:
-                    acc[4, j] += a4 * b_pj
-                if MR > 5:
-                    acc[5, j] += a5 * b_pj
-                if MR > 6:
-                    acc[6, j] += a6 * b_pj
-                if MR > 7:
-                    acc[7, j] += a7 * b_pj
+        if VECTOR_TILE:
+            _fma_tile(acc_ptr, a, (row0, row1, row2, row3, row4, row5, row6, row7), k0, k1 - k0, b, bk0, bj0)
+        else:
+            for p in range(k1 - k0):
+                # one number from each of the MR rows of a, broadcast against NR numbers of b
+                col = np.uintp(k0 + p)
+                a0 = a[row0, col]
+                a1 = a[row1, col] if MR > 1 else a0
+                a2 = a[row2, col] if MR > 2 else a0
+                a3 = a[row3, col] if MR > 3 else a0
+                a4 = a[row4, col] if MR > 4 else a0
+                a5 = a[row5, col] if MR > 5 else a0
+                a6 = a[row6, col] if MR > 6 else a0
+                a7 = a[row7, col] if MR > 7 else a0
+                b_row = np.uintp(bk0 + p)
+                for j in range(NR):
+                    b_pj = b[b_row, np.uintp(bj0 + j)]
+                    acc[0, j] += a0 * b_pj
+                    if MR > 1:
+                        acc[1, j] += a1 * b_pj
+                    if MR > 2:
+                        acc[2, j] += a2 * b_pj
+                    if MR > 3:
+                        acc[3, j] += a3 * b_pj
+                    if MR > 4:
+                        acc[4, j] += a4 * b_pj
+                    if MR > 5:
+                        acc[5, j] += a5 * b_pj
+                    if MR > 6:
+                        acc[6, j] += a6 * b_pj
+                    if MR > 7:
+                        acc[7, j] += a7 * b_pj
         for r in range(MR):
             _copy_row(acc, r, 0, c, ic + r, cj)
 
