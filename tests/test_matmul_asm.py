@@ -136,3 +136,27 @@ def test_the_kernel_setting_is_checked(monkeypatch):
         _cpu.vector_tile()
     monkeypatch.delenv("MINIGRAD_MATMUL_KERNEL")
     assert _cpu.vector_tile() == (_cpu.KERNEL_OF[_cpu.simd_family()] == "vector") and not _cpu.kernel_forced()
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="an x86 CPU name")
+def test_a_cpu_name_alone_compiles_for_that_cpus_own_features(tmp_path):
+    """NUMBA_CPU_NAME=haswell without NUMBA_CPU_FEATURES: numba on its own adds the host's features
+    to the name (AVX-512 instructions on an AVX-512 host); minigrad asks for the name's own (AVX2)."""
+    code = textwrap.dedent("""
+        import numpy as np
+        from minigrad.kernels._jit import jit
+        from minigrad.kernels import _cpu
+        @jit(cache=False, fastmath={"contract"})
+        def axpy(a, b, c):
+            for i in range(a.size):
+                c[i] = a[i] * b[i] + c[i]
+        a = np.ones(1024, np.float32)
+        axpy(a, a, a.copy())
+        asm = next(iter(axpy.inspect_asm().values()))
+        print("zmm" in asm, "ymm" in asm, "vfmadd" in asm, sorted(_cpu.target_features() & {"avx2", "avx512f"}))
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
+    env.update(NUMBA_CPU_NAME="haswell", NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "True", "['avx2']"], out.stdout

@@ -60,7 +60,7 @@ def _features_of_cpu_name(name):
 def target_features():
     """The CPU features LLVM compiles for, as a set of names ("avx2", "fma", ...)."""
     listed = os.environ.get("NUMBA_CPU_FEATURES", "")
-    if listed:
+    if listed.strip():
         return {f[1:] for f in listed.split(",") if f.startswith("+")}
     name = os.environ.get("NUMBA_CPU_NAME", "").strip()
     if name and name != "host":  # numba then compiles for that CPU's own default features

@@ -30,7 +30,10 @@ def _configure_environment():
     os.environ.setdefault("NUMBA_SLP_VECTORIZE", "1")
     if os.environ.get("MINIGRAD_CACHE_DIR"):
         os.environ.setdefault("NUMBA_CACHE_DIR", os.environ["MINIGRAD_CACHE_DIR"])
-    # (only for the host CPU: NUMBA_CPU_NAME=haswell, say, compiles for that CPU's own features)
+    # NUMBA_CPU_NAME=haswell, say, without NUMBA_CPU_FEATURES: numba would add the *host's* features
+    # to that name (AVX-512 code on an AVX-512 host); an empty list makes LLVM use the named CPU's own
+    if "NUMBA_CPU_FEATURES" not in os.environ and os.environ.get("NUMBA_CPU_NAME", "host") not in ("", "host"):
+        os.environ["NUMBA_CPU_FEATURES"] = ""
     if "NUMBA_CPU_FEATURES" not in os.environ and os.environ.get("NUMBA_CPU_NAME", "host") in ("", "host"):
         try:
             import llvmlite.binding as llvm
