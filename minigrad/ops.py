@@ -986,6 +986,8 @@ def same_float_dtype(op, named):
       is usually a numpy array that was not converted.
 
     named: [(name, array or Tensor or None)]; raises TypeError unless their float dtypes agree."""
+    if len({x.dtype for _, x in named if x is not None}) == 1:
+        return  # one dtype for all (the usual case): nothing can disagree
     floats = [(name, x.dtype) for name, x in named if x is not None and x.dtype.kind == "f"]
     if len({dtype for _, dtype in floats}) > 1:
         got = ", ".join(f"{name} {dtype}" for name, dtype in floats)
