@@ -9,6 +9,7 @@ autograd walk sums it down to the input's shape (see `autograd.unbroadcast`).
 The heavy ops (matmul, softmax, layer norm, gelu, cross-entropy) call `kernels`, which runs a numba
 kernel or its numpy twin.
 """
+import itertools
 import math
 import numbers
 import warnings
@@ -935,17 +936,19 @@ class Split(Function):
 
     @staticmethod
     def forward(ctx, a, sizes, axis):
-        ctx.axis, ctx.input = axis, a
-        ctx.bounds = np.cumsum(sizes)[:-1]
-        return tuple(np.split(a, ctx.bounds, axis=axis))
+        ctx.input = a
+        ends = list(itertools.accumulate(sizes))
+        before = (slice(None),) * axis  # the index of each piece: all of the axes before `axis`, then its range
+        ctx.indices = [before + (slice(end - size, end),) for size, end in zip(sizes, ends)]
+        return tuple([a[index] for index in ctx.indices])
 
     rule = "each piece's gradient goes back where the piece came from"
 
     @staticmethod
     def backward(ctx, *grads):
         grad = np.empty_like(ctx.input)
-        for piece, g in zip(np.split(grad, ctx.bounds, axis=ctx.axis), grads):
-            piece[...] = g
+        for index, g in zip(ctx.indices, grads):
+            grad[index] = g
         return grad
 
 
