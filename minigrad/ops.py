@@ -1412,6 +1412,11 @@ class MaskedSoftmax(Function):
         return kernels.masked_softmax_backward(y, g.reshape(y.shape), ctx.scale).reshape(ctx.shape)
 
 
+def _broadcast(x, shape):
+    """np.broadcast_to(x, shape), or x itself if it has that shape already (the call costs microseconds)."""
+    return x if x.shape == shape else np.broadcast_to(x, shape)
+
+
 def _as_4d(x):
     """(..., T, d) as (n1, n2, T, d): views for 2 to 4 dims, a reshape (a copy if needed) above."""
     if x.ndim <= 4:
@@ -1439,11 +1444,13 @@ class ScaledDotProductAttention(Function):
         if k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
             raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
                              "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
-        try:
-            batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-        except ValueError:
-            raise ValueError(f"scaled_dot_product_attention: the leading axes of q {q.shape}, k {k.shape} and "
-                             f"v {v.shape} do not broadcast") from None
+        batch = q.shape[:-2]
+        if not batch == k.shape[:-2] == v.shape[:-2]:
+            try:
+                batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+            except ValueError:
+                raise ValueError(f"scaled_dot_product_attention: the leading axes of q {q.shape}, k {k.shape} "
+                                 f"and v {v.shape} do not broadcast") from None
         scores_shape = batch + (q.shape[-2], k.shape[-2])
         if mask is not None:
             if mask.dtype != np.bool_:
@@ -1451,7 +1458,7 @@ class ScaledDotProductAttention(Function):
                                 f"got {mask.dtype}")
             _check_mask("scaled_dot_product_attention", mask, scores_shape)
             mask = _as_4d(np.broadcast_to(mask, scores_shape))
-        q4, k4, v4 = (_as_4d(np.broadcast_to(x, batch + x.shape[-2:])) for x in (q, k, v))
+        q4, k4, v4 = (_as_4d(_broadcast(x, batch + x.shape[-2:])) for x in (q, k, v))
         ctx.scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else float(scale)
         out, weights = kernels.attention_forward(q4, k4, v4, mask, ctx.scale)
         ctx.save_for_backward(q4, k4, v4, weights)
