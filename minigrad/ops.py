@@ -884,16 +884,20 @@ class Expand(Function):
 class Permute(Function):
     @staticmethod
     def forward(ctx, a, axes):
-        if sorted(int(x) % max(a.ndim, 1) for x in axes) != list(range(a.ndim)):
+        n = max(a.ndim, 1)
+        ctx.axes = [int(x) % n for x in axes]
+        if sorted(ctx.axes) != list(range(a.ndim)):
             raise ValueError(f"permute: {tuple(axes)} is not an ordering of the {a.ndim} axes of shape {a.shape}")
-        ctx.axes = axes
-        return np.transpose(a, axes)
+        return a.transpose(ctx.axes)
 
     rule = "da = g with the permutation undone"
 
     @staticmethod
     def backward(ctx, g):
-        return np.transpose(g, np.argsort([x % g.ndim for x in ctx.axes]))
+        undo = [0] * g.ndim  # the inverse permutation: output axis i is input axis axes[i]
+        for i, axis in enumerate(ctx.axes):
+            undo[axis] = i
+        return g.transpose(undo)
 
 
 class Contiguous(Function):
