@@ -485,6 +485,8 @@ def _matmul_compiled(a, b, bias):
         return out
     if bias is None:
         padded_bias = _NO_BIAS[a.dtype.type]
+    elif n_cols % NR == 0 and bias.flags.c_contiguous:
+        padded_bias = bias  # whole strips already
     else:  # zeros past the last column: edge tiles read whole strips of NR
         padded_bias = np.zeros(-(-n_cols // NR) * NR, dtype=a.dtype)
         padded_bias[:n_cols] = bias
