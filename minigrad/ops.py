@@ -1691,8 +1691,10 @@ class Embedding(Function):
         if ids.dtype.kind not in "iu":
             raise TypeError(f"embedding: ids must be integers, got {ids.dtype}")
         n = weight.shape[0]
-        bad = (ids < 0) | (ids >= n)
-        if bad.any():
+        # int64 ids read as unsigned: a negative id is huge, so one max shows 0 <= id < n for all
+        in_range = ids.dtype == np.int64 and (ids.size == 0 or ids.view(np.uint64).max() < n)
+        bad = None if in_range else (ids < 0) | (ids >= n)
+        if bad is not None and bad.any():
             raise IndexError(
                 f"embedding: id {int(ids[bad].flat[0])} is out of range for a table of {n} rows "
                 f"(valid ids are 0..{n - 1})"
