@@ -222,7 +222,8 @@ def test_float64_takes_the_numpy_twin_on_the_numba_backend():
         matmul_numba(a, b, bias[:2])
 
 
-@pytest.mark.parametrize("shape_a, shape_b", [((16, 2), (2, 32)), ((2, 256), (256, 32)), ((1, 64), (64, 65))])
+@pytest.mark.parametrize("shape_a, shape_b", [((16, 2), (2, 32)), ((2, 256), (256, 32)), ((1, 64), (64, 65)),
+                                              ((256, 32), (32, 2))])
 def test_small_products_take_blas_and_agree_with_the_kernel(shape_a, shape_b):
     """Below BLAS_BELOW multiply-adds, matmul_numba hands 2-D float32 products to numpy (the same
     bits as the twin); the compiled kernel agrees within float32 rounding of K-term sums."""

@@ -448,7 +448,9 @@ def matmul_numba(a, b, bias=None):
     """
     _check("matmul_numba", a, b, bias)
     small = a.ndim == 2 and a.shape[1] > 1 and a.shape[0] * a.shape[1] * b.shape[1] <= BLAS_BELOW
-    small = small and (bias is None or a.shape[0] <= 16)  # (numpy adds a bias row by row: slow for many rows)
+    # With a bias, numpy adds it in a second pass, row by row: the kernel's fused add wins on many rows,
+    # unless the product is narrower than a strip of NR columns (the kernel then computes mostly padding).
+    small = small and (bias is None or a.shape[0] <= 16 or b.shape[1] < NR)
     if a.dtype == np.float64 or (small and a.itemsize in a.strides and b.itemsize in b.strides):
         return matmul_numpy(a, b, bias)  # (rows or columns at unit stride: layouts BLAS reads in place)
     return _matmul_compiled(a, b, bias)
