@@ -24,6 +24,8 @@ operands come from the nearest caches:
   so that they stay in L2 (``_pack_rows``).
 - The work is split into independent *tasks* (a range of batch slices, of column strips, of
   rows) that minigrad's threads share out (``_run_tasks``, ``_parallel.parallel_for``).
+- Small 2-D products (at most ``BLAS_BELOW`` multiply-adds) skip all of this: there the call into
+  compiled code costs more than the arithmetic, and ``matmul_numba`` hands them to numpy.
 
 The inputs reach the compiled code as 3-D strided views ``(batch, rows, cols)``, with exactly one
 compiled version per dtype (see ``_signature``), whatever the layout of the arrays, compiled the
