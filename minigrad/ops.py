@@ -9,6 +9,7 @@ autograd walk sums it down to the input's shape (see `autograd.unbroadcast`).
 The heavy ops (matmul, softmax, layer norm, gelu, cross-entropy) call `kernels`, which runs a numba
 kernel or its numpy twin.
 """
+import itertools
 import math
 import numbers
 import warnings
@@ -883,16 +884,20 @@ class Expand(Function):
 class Permute(Function):
     @staticmethod
     def forward(ctx, a, axes):
-        if sorted(int(x) % max(a.ndim, 1) for x in axes) != list(range(a.ndim)):
+        n = max(a.ndim, 1)
+        ctx.axes = [int(x) % n for x in axes]
+        if sorted(ctx.axes) != list(range(a.ndim)):
             raise ValueError(f"permute: {tuple(axes)} is not an ordering of the {a.ndim} axes of shape {a.shape}")
-        ctx.axes = axes
-        return np.transpose(a, axes)
+        return a.transpose(ctx.axes)
 
     rule = "da = g with the permutation undone"
 
     @staticmethod
     def backward(ctx, g):
-        return np.transpose(g, np.argsort([x % g.ndim for x in ctx.axes]))
+        undo = [0] * g.ndim  # the inverse permutation: output axis i is input axis axes[i]
+        for i, axis in enumerate(ctx.axes):
+            undo[axis] = i
+        return g.transpose(undo)
 
 
 class Contiguous(Function):
@@ -935,17 +940,19 @@ class Split(Function):
 
     @staticmethod
     def forward(ctx, a, sizes, axis):
-        ctx.axis, ctx.input = axis, a
-        ctx.bounds = np.cumsum(sizes)[:-1]
-        return tuple(np.split(a, ctx.bounds, axis=axis))
+        ctx.input = a
+        ends = list(itertools.accumulate(sizes))
+        before = (slice(None),) * axis  # the index of each piece: all of the axes before `axis`, then its range
+        ctx.indices = [before + (slice(end - size, end),) for size, end in zip(sizes, ends)]
+        return tuple([a[index] for index in ctx.indices])
 
     rule = "each piece's gradient goes back where the piece came from"
 
     @staticmethod
     def backward(ctx, *grads):
         grad = np.empty_like(ctx.input)
-        for piece, g in zip(np.split(grad, ctx.bounds, axis=ctx.axis), grads):
-            piece[...] = g
+        for index, g in zip(ctx.indices, grads):
+            grad[index] = g
         return grad
 
 
@@ -986,6 +993,8 @@ def same_float_dtype(op, named):
       is usually a numpy array that was not converted.
 
     named: [(name, array or Tensor or None)]; raises TypeError unless their float dtypes agree."""
+    if len({x.dtype for _, x in named if x is not None}) == 1:
+        return  # one dtype for all (the usual case): nothing can disagree
     floats = [(name, x.dtype) for name, x in named if x is not None and x.dtype.kind == "f"]
     if len({dtype for _, dtype in floats}) > 1:
         got = ", ".join(f"{name} {dtype}" for name, dtype in floats)
@@ -1407,6 +1416,11 @@ class MaskedSoftmax(Function):
         return kernels.masked_softmax_backward(y, g.reshape(y.shape), ctx.scale).reshape(ctx.shape)
 
 
+def _broadcast(x, shape):
+    """np.broadcast_to(x, shape), or x itself if it has that shape already (the call costs microseconds)."""
+    return x if x.shape == shape else np.broadcast_to(x, shape)
+
+
 def _as_4d(x):
     """(..., T, d) as (n1, n2, T, d): views for 2 to 4 dims, a reshape (a copy if needed) above."""
     if x.ndim <= 4:
@@ -1434,11 +1448,13 @@ class ScaledDotProductAttention(Function):
         if k.shape[-1] != q.shape[-1] or k.shape[-2] != v.shape[-2]:
             raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
                              "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
-        try:
-            batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-        except ValueError:
-            raise ValueError(f"scaled_dot_product_attention: the leading axes of q {q.shape}, k {k.shape} and "
-                             f"v {v.shape} do not broadcast") from None
+        batch = q.shape[:-2]
+        if not batch == k.shape[:-2] == v.shape[:-2]:
+            try:
+                batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+            except ValueError:
+                raise ValueError(f"scaled_dot_product_attention: the leading axes of q {q.shape}, k {k.shape} "
+                                 f"and v {v.shape} do not broadcast") from None
         scores_shape = batch + (q.shape[-2], k.shape[-2])
         if mask is not None:
             if mask.dtype != np.bool_:
@@ -1446,7 +1462,7 @@ class ScaledDotProductAttention(Function):
                                 f"got {mask.dtype}")
             _check_mask("scaled_dot_product_attention", mask, scores_shape)
             mask = _as_4d(np.broadcast_to(mask, scores_shape))
-        q4, k4, v4 = (_as_4d(np.broadcast_to(x, batch + x.shape[-2:])) for x in (q, k, v))
+        q4, k4, v4 = (_as_4d(_broadcast(x, batch + x.shape[-2:])) for x in (q, k, v))
         ctx.scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else float(scale)
         out, weights = kernels.attention_forward(q4, k4, v4, mask, ctx.scale)
         ctx.save_for_backward(q4, k4, v4, weights)
@@ -1675,8 +1691,10 @@ class Embedding(Function):
         if ids.dtype.kind not in "iu":
             raise TypeError(f"embedding: ids must be integers, got {ids.dtype}")
         n = weight.shape[0]
-        bad = (ids < 0) | (ids >= n)
-        if bad.any():
+        # int64 ids read as unsigned: a negative id is huge, so one max shows 0 <= id < n for all
+        in_range = ids.dtype == np.int64 and (ids.size == 0 or ids.view(np.uint64).max() < n)
+        bad = None if in_range else (ids < 0) | (ids >= n)
+        if bad is not None and bad.any():
             raise IndexError(
                 f"embedding: id {int(ids[bad].flat[0])} is out of range for a table of {n} rows "
                 f"(valid ids are 0..{n - 1})"

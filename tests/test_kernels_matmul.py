@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minigrad.kernels.matmul import KC, MR, NR, matmul_compiled, matmul_numba, matmul_numpy
+from minigrad.kernels.matmul import BLAS_BELOW, KC, MR, NR, matmul_compiled, matmul_numba, matmul_numpy
 
 # the module itself (the attribute minigrad.kernels.matmul is the dispatching function)
 matmul_module = importlib.import_module("minigrad.kernels.matmul")
@@ -220,3 +220,23 @@ def test_float64_takes_the_numpy_twin_on_the_numba_backend():
     np.testing.assert_array_equal(matmul_numba(a, b, bias), matmul_numpy(a, b, bias))
     with pytest.raises(ValueError, match="bias"):
         matmul_numba(a, b, bias[:2])
+
+
+@pytest.mark.parametrize("shape_a, shape_b", [((16, 2), (2, 32)), ((2, 256), (256, 32)), ((1, 64), (64, 65)),
+                                              ((256, 32), (32, 2))])
+def test_small_products_take_blas_and_agree_with_the_kernel(shape_a, shape_b):
+    """Below BLAS_BELOW multiply-adds, matmul_numba hands 2-D float32 products to numpy (the same
+    bits as the twin); the compiled kernel agrees within float32 rounding of K-term sums."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape_a).astype(np.float32)
+    b = rng.standard_normal(shape_b[::-1]).astype(np.float32).T  # a weight's transpose, as in Linear
+    bias = rng.standard_normal(shape_b[1]).astype(np.float32)
+    assert a.shape[0] * a.shape[1] * b.shape[1] <= BLAS_BELOW
+    got = matmul_numba(a, b, bias)
+    np.testing.assert_array_equal(got, matmul_numpy(a, b, bias))
+    # each entry sums K products (each below 25: these normals stay within +-5) and the bias; two
+    # summation orders differ by at most about (K + 1) * eps * 25 per entry
+    atol = (a.shape[1] + 1) * np.finfo(np.float32).eps * 25
+    np.testing.assert_allclose(got, matmul_compiled(a, b, bias), rtol=0, atol=atol)
+    with pytest.raises(ValueError, match="matmul_numba"):
+        matmul_numba(a, b, bias[:-1])

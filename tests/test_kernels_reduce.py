@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import DTYPES
-from minigrad.kernels.reduce import sum_rows_numba, sum_rows_numpy, sum_squares_numba, sum_squares_numpy
+from minigrad.kernels.reduce import (NUMPY_ROWS, _sum_row_blocks, sum_rows_numba, sum_rows_numpy, sum_squares_numba,
+                                     sum_squares_numpy)
 from strategies import seeds
 
 
@@ -39,3 +40,13 @@ def test_sum_squares_numba_matches_numpy(dtype, n, scale, seed):
     assert got == pytest.approx(exact, rel=1e-12, abs=1e-300)
     assert expected == pytest.approx(exact, rel=1e-12, abs=1e-300)
     assert sum_squares_numba(x[::-1].copy()[::-1]) == got
+
+
+@pytest.mark.parametrize("n_rows", [1, 5, NUMPY_ROWS])
+def test_few_rows_give_the_compiled_loops_bits(n_rows):
+    """Up to NUMPY_ROWS rows, sum_rows_numba hands the sum to numpy, which adds the rows in the
+    same order as the compiled loop: the very same float32 result."""
+    g = np.random.default_rng(n_rows).standard_normal((n_rows, 37)).astype(np.float32)
+    partial = np.empty((1, 37), np.float32)
+    _sum_row_blocks(g, partial, 0, 1)
+    np.testing.assert_array_equal(sum_rows_numba(g), partial[0])

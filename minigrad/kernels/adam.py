@@ -85,9 +85,10 @@ _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _fits(array, param):
-    """True if ``array`` has param's dtype and shape and is C-contiguous: its ``ravel()`` is then a
-    view that the kernel can read or update in place, element i matching param's element i."""
-    return array.dtype == param.dtype and array.shape == param.shape and array.flags.c_contiguous
+    """True if ``array`` has param's dtype and shape and is C-contiguous, aligned and writable (numpy's
+    ``flags.carray``): its ``ravel()`` is then a view that the kernel can read or update in place,
+    element i matching param's element i. (A read-only array would be another numba type.)"""
+    return array.dtype == param.dtype and array.shape == param.shape and array.flags.carray
 
 
 def adam_update_numba(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step):
@@ -98,12 +99,10 @@ def adam_update_numba(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, w
     as the optimizer's parameters and buffers are; otherwise this falls back to the numpy twin.
     ``grad`` is converted to param's dtype (and made C-contiguous) if needed.
     """
-    if not (param.dtype in _DTYPES and param.flags.c_contiguous and param.flags.writeable
-            and _fits(exp_avg, param) and _fits(exp_avg_sq, param)
-            and exp_avg.flags.writeable and exp_avg_sq.flags.writeable):
+    if not (param.dtype in _DTYPES and param.flags.carray and _fits(exp_avg, param) and _fits(exp_avg_sq, param)):
         adam_update_numpy(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
         return
-    if not (_fits(grad, param) and grad.flags.writeable):  # (a read-only array is another numba type)
+    if not _fits(grad, param):
         grad = np.array(np.broadcast_to(grad, param.shape), dtype=param.dtype, order="C")
     if decoupled:
         l2, decay = 0.0, 1.0 - lr * weight_decay

@@ -293,7 +293,8 @@ def attention_forward_numba(q, k, v, mask, scale):
     (B, h, T_q, d_k), T_k, d_v = q.shape, k.shape[2], v.shape[3]
     if mask is None:
         mask = np.ones((1, 1, 1, 1), dtype=np.bool_)
-    mask = np.broadcast_to(mask, (B, h, T_q, T_k))  # (zero strides, no copy)
+    if mask.shape != (B, h, T_q, T_k):
+        mask = np.broadcast_to(mask, (B, h, T_q, T_k))  # (zero strides, no copy)
     if mask.dtype != np.bool_:
         raise TypeError(f"attention_forward: mask must be bool, got {mask.dtype}")
     out = np.empty_like(q, shape=(B, h, T_q, d_v))  # (same layout as q: heads split from features stay so)
@@ -316,7 +317,8 @@ def attention_backward_numba(g, q, k, v, weights, mask, scale):
         raise ValueError(f"attention_backward: g {g.shape} or weights {weights.shape} do not fit "
                          f"q {q.shape}, k {k.shape}, v {v.shape}")
     weights = np.ascontiguousarray(weights)
-    mask = np.broadcast_to(np.ones((1, 1, 1, 1), dtype=np.bool_) if mask is None else mask, weights.shape)
+    if mask is None or mask.shape != weights.shape:
+        mask = np.broadcast_to(np.ones((1, 1, 1, 1), dtype=np.bool_) if mask is None else mask, weights.shape)
     dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
     if dq.size == 0 or dk.size == 0 or dv.size == 0:
         for d in (dq, dk, dv):

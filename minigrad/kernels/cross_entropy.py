@@ -29,6 +29,9 @@ def _check_targets(logits, targets, ignore_index):
     n_rows, n_classes = logits.shape
     if targets.shape != (n_rows,):
         raise ValueError(f"cross_entropy: targets of shape {targets.shape} for logits {logits.shape}")
+    # read as unsigned, a negative id is larger than any class count: one max shows 0 <= id < V for all
+    if n_rows and targets.view(np.uint64).max() < n_classes:
+        return targets
     bad = (targets != ignore_index) & ((targets < 0) | (targets >= n_classes))
     if bad.any():
         row = int(np.argmax(bad))

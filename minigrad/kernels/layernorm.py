@@ -156,5 +156,7 @@ def layer_norm_backward_numba(g, x, weight, mean, rstd):
     args = (g, x, weight, mean, rstd, dx, dweight_parts, dbias_parts)
     if x.size:  # blocks of rows shared by the threads
         parallel_for(_layer_norm_backward_blocks, n_blocks, *args, threads=None if use_threads(x) else 1)
+    if n_blocks == 1:  # (one block: its partial rows are the sums)
+        return dx, dweight_parts[0], dbias_parts[0]
     # Add the partial rows (a fixed order for a given shape: the same result on every run).
     return dx, dweight_parts.sum(axis=0), dbias_parts.sum(axis=0)

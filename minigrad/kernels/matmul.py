@@ -34,6 +34,8 @@ operands come from the nearest caches:
   so that they stay in L2 (``_pack_rows``).
 - The work is split into independent *tasks* (a range of batch slices, of column strips, of
   rows) that minigrad's threads share out (``_run_tasks``, ``_parallel.parallel_for``).
+- Small 2-D products (at most ``BLAS_BELOW`` multiply-adds) skip all of this: there the call into
+  compiled code costs more than the arithmetic, and ``matmul_numba`` hands them to numpy.
 
 The inputs reach the compiled code as 3-D strided views ``(batch, rows, cols)``, with exactly one
 compiled version per dtype (see ``_signature``), whatever the layout of the arrays, compiled the
@@ -76,6 +78,9 @@ PACK_A_STRIPS = 8  # if at least this many strips will read the copy
 SERIAL_FLOPS = 1_000_000  # below this many flops, handing work to other threads costs more than it saves
 TASKS_PER_THREAD = 4  # most tasks to share out per thread: a thread slowed by another program takes fewer
 TASK_FLOPS = 4_000_000  # but no task smaller than this: each packs the parts of a and b it reads
+BLAS_BELOW = 65_536  # 2-D float32 products of at most this many multiply-adds (M K N) go to numpy's
+# BLAS call: there the call into compiled code costs more than the arithmetic (a 256x2x32 product:
+# about 4 us against 2), and BLAS runs them on one thread. (K = 1 stays here: numpy is slow there.)
 
 
 def matmul_numpy(a, b, bias=None):
@@ -602,12 +607,18 @@ def matmul_numba(a, b, bias=None):
 
     float64 serves gradient checks, on small inputs, where BLAS's float64 product is quick and
     exact; compiling the kernel for float64 as well would add many seconds to the first start.
-    (``matmul_compiled`` runs the kernel for either dtype.)
+    Small 2-D float32 products (``BLAS_BELOW``) go to numpy too: the arithmetic there is cheaper
+    than the call into compiled code. (``matmul_compiled`` runs the kernel for any shape and either
+    dtype.)
     """
-    if a.dtype == np.float64 and b.dtype == np.float64:
-        _check("matmul_numba", a, b, bias)
-        return matmul_numpy(a, b, bias)
-    return matmul_compiled(a, b, bias)
+    _check("matmul_numba", a, b, bias)
+    small = a.ndim == 2 and a.shape[1] > 1 and a.shape[0] * a.shape[1] * b.shape[1] <= BLAS_BELOW
+    # With a bias, numpy adds it in a second pass, row by row: the kernel's fused add wins on many rows,
+    # unless the product is narrower than a strip of NR columns (the kernel then computes mostly padding).
+    small = small and (bias is None or a.shape[0] <= 16 or b.shape[1] < NR)
+    if a.dtype == np.float64 or (small and a.itemsize in a.strides and b.itemsize in b.strides):
+        return matmul_numpy(a, b, bias)  # (rows or columns at unit stride: layouts BLAS reads in place)
+    return _matmul_compiled(a, b, bias)
 
 
 def _check(name, a, b, bias):
@@ -627,6 +638,11 @@ def matmul_compiled(a, b, bias=None):
     start (no extra pass over the result). Returns a new C-contiguous (*batch, M, N) array.
     """
     _check("matmul_numba", a, b, bias)
+    return _matmul_compiled(a, b, bias)
+
+
+def _matmul_compiled(a, b, bias):
+    """matmul_compiled for inputs that passed ``_check``."""
     batch_shape, (n_rows, n_inner), n_cols = a.shape[:-2], a.shape[-2:], b.shape[-1]
     out = np.empty((*batch_shape, n_rows, n_cols), dtype=a.dtype)
     if out.size == 0:
@@ -636,6 +652,8 @@ def matmul_compiled(a, b, bias=None):
         return out
     if bias is None:
         padded_bias = _NO_BIAS[a.dtype.type]
+    elif n_cols % NR == 0 and bias.flags.c_contiguous:
+        padded_bias = bias  # whole strips already
     else:  # zeros past the last column: edge tiles read whole strips of NR
         padded_bias = np.zeros(-(-n_cols // NR) * NR, dtype=a.dtype)
         padded_bias[:n_cols] = bias

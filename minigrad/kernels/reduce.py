@@ -27,6 +27,11 @@ from ._rows import PARALLEL_MIN_ELEMENTS  # noqa: E402
 from ._simd import simd_add  # noqa: E402
 
 
+# Up to this many rows numpy's sum is quicker than the call into compiled code, and it adds the rows
+# in the same order (row after row, per column): the same bits.
+NUMPY_ROWS = 32
+
+
 def sum_rows_numpy(g):
     """g (R, N) -> (N,): the sum of the rows."""
     return g.sum(axis=0)
@@ -52,8 +57,8 @@ def sum_rows_numba(g):
     """g (R, N) -> (N,): the sum of the rows, float32 or float64, any layout."""
     if g.ndim != 2 or g.dtype not in (np.float32, np.float64):
         raise ValueError(f"sum_rows: need a 2-D float32 or float64 array, got {g.shape} {g.dtype}")
-    if g.dtype != np.float32 or not g.flags.c_contiguous or g.shape[0] == 0:
-        return g.sum(axis=0)  # float64 (gradient checks) and other layouts: numpy does as well
+    if g.shape[0] <= NUMPY_ROWS or g.dtype != np.float32 or not g.flags.c_contiguous:
+        return g.sum(axis=0)  # few rows, float64 (gradient checks), other layouts: numpy does as well
     # one block per thread: the blocks, and so the order of the sums, depend on the thread count
     n_blocks = min(get_num_threads(), g.shape[0]) if g.size >= PARALLEL_MIN_ELEMENTS else 1
     partial = np.empty((n_blocks, g.shape[1]), dtype=g.dtype)
