@@ -42,3 +42,13 @@ def test_kernels_compile_and_load_again_after_clearing(tmp_path):
             "x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4); print(float(s.softmax_forward_numba(x).sum()))")
     assert abs(float(_python(code, tmp_path)) - 3.0) < 1e-5  # compiles
     assert abs(float(_python(code, tmp_path)) - 3.0) < 1e-5  # loads
+
+
+def test_importing_minigrad_and_its_layers_loads_no_compiler():
+    """numba (about 0.15 s to import) is loaded by the first kernel call, not by `import minigrad`:
+    a script that only builds a model, or runs on the numpy backend, never pays for it."""
+    code = ("import sys, minigrad, minigrad.nn, minigrad.nn.functional, minigrad.utils.data, transformer; "
+            "print(sorted(m for m in ('numba', 'llvmlite', 'torch', 'sklearn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout

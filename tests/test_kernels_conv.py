@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import DTYPES, num_threads
-from minigrad.kernels.conv import col2im_numba, col2im_numpy, im2col_numba, im2col_numpy, output_size
+from minigrad.kernels.conv import col2im_numba, col2im_numpy, im2col_numba, im2col_numpy
+from minigrad.ops_conv import output_size
 from minigrad.kernels.pool import (
     max_pool2d_backward_numba, max_pool2d_backward_numpy, max_pool2d_forward_numba, max_pool2d_forward_numpy,
 )

@@ -33,18 +33,6 @@ from ._parallel import parallel_for  # noqa: E402
 from ._rows import PARALLEL_MIN_ELEMENTS  # noqa: E402
 
 
-def output_size(size, kernel, stride, pad_before, pad_after, dilation, ceil_mode=False):
-    """Positions of a window of `kernel` taps `dilation` apart, moved by `stride`, on an axis of `size`
-    padded by (pad_before, pad_after): floor (or ceil) of (size + pads - dilation (kernel - 1) - 1) / stride, + 1.
-    With ceil_mode a last window may reach past the end, but must start inside the input or the front
-    padding (PyTorch's rule)."""
-    span = size + pad_before + pad_after - dilation * (kernel - 1) - 1  # (negative: the window does not fit)
-    n = (span + (stride - 1 if ceil_mode else 0)) // stride + 1  # (floor division, also of a negative span)
-    if ceil_mode and (n - 1) * stride >= size + pad_before:
-        n -= 1
-    return max(n, 0)
-
-
 def _check(name, x, ndim):
     if x.ndim != ndim or x.dtype not in (np.float32, np.float64):
         raise ValueError(f"{name}: expected a {ndim}-D float32 or float64 array, got shape {x.shape} {x.dtype}")

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import devices, ops_conv
 from ..creation import as_tensor
-from ..kernels.conv import output_size
+from ..ops_conv import output_size
 from ..tensor import Tensor
 from . import init
 from .module import Module, Parameter

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import ops_conv
 from ..creation import as_tensor
-from ..kernels.conv import output_size
+from ..ops_conv import output_size
 from .conv import _positive, _tuple
 from .module import Module
 
