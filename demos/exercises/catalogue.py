@@ -22,7 +22,7 @@ import numpy as np
 
 import minigrad
 from minigrad import autograd, kernels, ops, ops_conv
-from minigrad.kernels.conv import output_size
+from minigrad.ops_conv import output_size
 
 SKELETONS = Path(__file__).with_name("skeletons")
 
