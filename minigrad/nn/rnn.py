@@ -325,6 +325,14 @@ class RNNBase(Module):
             raise TypeError(f"{type(self).__name__}: the input is {dtype} but the {what} is {hx.dtype}")
         return hx if batched else hx.unsqueeze(1)
 
+    def forward(self, input, hx=None):
+        """RNN and GRU: one state h per layer and direction (LSTM carries (h, c) and has its own)."""
+        x, batched = self._input(input)
+        h0 = self._initial(hx, x.shape[1], batched, x.dtype)
+        out, final = self._run(x, list(h0.unbind(0)))
+        h_n = stack(final, dim=0)
+        return self._output(out, batched), (h_n if batched else h_n.squeeze(1))
+
     def _output(self, out, batched):
         if not batched:
             return out.squeeze(1)
@@ -399,13 +407,6 @@ class RNN(RNNBase):
     def _step(self, gi, h, w_hh, b_hh):
         return _rnn_relu_step(gi, h, w_hh, b_hh)
 
-    def forward(self, input, hx=None):
-        x, batched = self._input(input)
-        h0 = self._initial(hx, x.shape[1], batched, x.dtype)
-        out, final = self._run(x, list(h0.unbind(0)))
-        h_n = stack(final, dim=0)
-        return self._output(out, batched), (h_n if batched else h_n.squeeze(1))
-
 
 class GRU(RNNBase):
     """A GRU, num_layers deep (Cho et al. 2014; equations in `gru_cell`, gates r, z, n), over each
@@ -420,13 +421,6 @@ class GRU(RNNBase):
 
     def _step(self, gi, h, w_hh, b_hh):
         return _gru_step(gi, h, w_hh, b_hh)
-
-    def forward(self, input, hx=None):
-        x, batched = self._input(input)
-        h0 = self._initial(hx, x.shape[1], batched, x.dtype)
-        out, final = self._run(x, list(h0.unbind(0)))
-        h_n = stack(final, dim=0)
-        return self._output(out, batched), (h_n if batched else h_n.squeeze(1))
 
 
 class LSTM(RNNBase):
