@@ -9,6 +9,7 @@
 from . import kernels
 from ._allocator import keep_freed_memory
 from .autograd import Context, Function, grad
+from .compile import compile  # noqa: A004  (minigrad.compile, as torch.compile)
 from .creation import (
     arange,
     as_tensor,
@@ -88,4 +89,4 @@ __version__ = "0.1.0"
 float, double, long, bool = float32, float64, int64, bool_  # noqa: A001
 __all__ = [name for name in dir() if not name.startswith("_") and name not in ("float", "bool")]
 half, int, short, cfloat, cdouble = float16, int32, int16, complex64, complex128  # noqa: A001
-__all__ = [name for name in __all__ if name not in ("int", "all", "any")]  # (builtins, as float and bool)
+__all__ = [name for name in __all__ if name not in ("int", "all", "any", "compile")]  # (builtins, as float and bool)

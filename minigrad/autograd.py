@@ -148,6 +148,8 @@ class Function:
         arrays = [t._data for t in inputs]
         if modes.anomaly_enabled:
             return _apply_checked(cls, ctx, inputs, arrays, params)
+        if modes.recorder is not None:
+            return _apply_recorded(cls, ctx, inputs, arrays, params, modes.recorder)
         data = cls.forward(ctx, *arrays, **params)
         if isinstance(data, tuple):
             return _several_outputs(ctx, inputs, data)
@@ -165,6 +167,22 @@ def _apply_checked(cls, ctx, inputs, arrays, params):
         return _several_outputs(ctx, inputs, data)
     _check_finite(ctx, [data], "forward")
     return _output_tensor(_tensor_module().Tensor, data, inputs, ctx, True in ctx.needs_input_grad)
+
+
+def _apply_recorded(cls, ctx, inputs, arrays, params, recorder):
+    """Function.apply while minigrad.compile records a step (compile.py): the op runs as usual, then
+    the recorder writes it down. Ops that its forward itself may call are part of it: not recorded."""
+    _modes.recorder = None
+    try:
+        data = cls.forward(ctx, *arrays, **params)
+    finally:
+        _modes.recorder = recorder
+    if isinstance(data, tuple):
+        outs = _several_outputs(ctx, inputs, data)
+    else:
+        outs = (_output_tensor(_tensor_module().Tensor, data, inputs, ctx, True in ctx.needs_input_grad),)
+    recorder.record_op(cls, inputs, params, outs, ctx.needs_input_grad)
+    return outs if isinstance(data, tuple) else outs[0]
 
 
 @functools.cache
@@ -348,7 +366,11 @@ def _refuse_changed(ctx, output):
 
 def backward(root, grad=None, retain_graph=False):
     """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad."""
+    recorder = _modes.recorder  # (minigrad.compile writes the walk down before it runs: compile.py)
+    plan = None if recorder is None else recorder.record_backward(root, grad)
     _walk([root], [_root_grad(root, grad)], retain_graph, _store_grad)
+    if plan is not None and _modes.recorder is recorder:
+        recorder.after_backward(plan)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=False, allow_unused=False):
@@ -360,6 +382,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
     results of ops. An input the outputs do not depend on raises, or gives None with allow_unused=True.
     create_graph=True (gradients of gradients) is not supported: the backward runs on numpy arrays."""
     Tensor = _tensor_module().Tensor
+    if _modes.recorder is not None:
+        _modes.recorder.refuse("minigrad.grad is not replayed (its results are not .grad)")
     if create_graph:
         raise NotImplementedError("grad: create_graph=True is not supported: minigrad's backward computes on "
                                   "numpy arrays, outside the graph, so gradients of gradients cannot be taken")
@@ -531,11 +555,15 @@ def _accumulate(grads, owned, parent, pg, ctx, i):
     output is summed down to the input's shape (`unbroadcast`) and cast to the input's dtype.
     The first gradient of a tensor is kept as it comes (it may be shared, so not ours to change);
     the second makes a new array, the walk's own, into which the next ones are added in place."""
-    key = id(parent)
-    data = parent._data
+    _accumulate_at(grads, owned, id(parent), parent._data, pg, ctx, i)
+
+
+def _accumulate_at(grads, owned, key, data, pg, ctx, i):
+    """_accumulate into grads[key], for an input whose array is `data` (a compiled step's replay
+    calls this too, with its own keys: compile.py)."""
     if type(pg) is not np.ndarray or pg.shape != data.shape or pg.dtype != data.dtype:
         if isinstance(pg, SliceGrad):
-            _accumulate_slice(grads, owned, parent, pg)
+            _accumulate_slice(grads, owned, key, data, pg)
             return
         pg = _fitted(pg, data, ctx, i)
     if key not in grads:
@@ -559,14 +587,13 @@ def _fitted(pg, data, ctx, i):
     return pg
 
 
-def _accumulate_slice(grads, owned, parent, pg):
+def _accumulate_slice(grads, owned, key, data, pg):
     """_accumulate for a SliceGrad: its value is added into place."""
-    key = id(parent)
     if key not in grads:
-        grads[key] = pg.dense(parent._data)
+        grads[key] = pg.dense(data)
     else:
         if key not in owned:
-            grads[key] = grads[key].astype(parent.dtype, copy=True)
+            grads[key] = grads[key].astype(data.dtype, copy=True)
         grads[key][pg.index] += pg.value
     owned.add(key)
 

@@ -18,6 +18,7 @@ class _ThreadModes(threading.local):
 
     grad_enabled = True  # ops record the graph that backward walks
     anomaly_enabled = False  # ops check their results for NaN and Inf
+    recorder = None  # while minigrad.compile records a step: what writes it down (compile.py)
 
 
 _modes = _ThreadModes()

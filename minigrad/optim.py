@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from . import kernels
+from .compile import replayed_as_a_call
 from .tensor import Tensor
 
 __all__ = [
@@ -77,6 +78,14 @@ class Optimizer:
             raise ValueError(f"{type(self).__name__}: a parameter appears more than once")
         self.param_groups.append({**self.defaults, **group, "params": params})
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's `step` changes the weights' arrays directly, outside the ops: minigrad.compile
+        replays it as one call (compile.py)."""
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = replayed_as_a_call(cls.__dict__["step"])
+
+    @replayed_as_a_call
     def zero_grad(self):
         """Forget every parameter's gradient (`p.grad = None`); the next backward starts afresh."""
         for group in self.param_groups:
@@ -348,6 +357,7 @@ class RMSprop(Optimizer):
 
 
 # ============================================================================ gradient clipping
+@replayed_as_a_call
 def clip_grad_norm_(parameters, max_norm):
     """Scale all gradients together so that their total L2 norm is at most `max_norm`.
 
@@ -433,6 +443,7 @@ class LRScheduler:
     def get_lr(self):
         raise NotImplementedError
 
+    @replayed_as_a_call
     def step(self):
         """Advance one step and write the new rates into the optimizer's groups."""
         self.last_step += 1

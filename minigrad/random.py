@@ -15,6 +15,8 @@ parent's generator, so workers draw the same numbers until each calls, say,
 seeded from the operating system."""
 import numpy as np
 
+from .grad_mode import _modes
+
 
 class Generator:
     """A random generator of its own, as `torch.Generator`: `g = minigrad.Generator().manual_seed(42)`,
@@ -69,6 +71,9 @@ def manual_seed(seed):
 def rng(generator=None):
     """The `numpy.random.Generator` to draw from: `generator`'s (a `minigrad.Generator`), or the
     default one's."""
+    if _modes.recorder is not None:  # (inside an op's forward, as dropout's, the recorder is paused)
+        _modes.recorder.refuse("it draws random numbers outside an op (minigrad.randn, rand, randint, ...); "
+                               "pass them in as an argument")
     if generator is None:
         return default_generator._rng
     if not isinstance(generator, Generator):

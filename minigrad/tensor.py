@@ -21,6 +21,7 @@ import numpy as np
 
 from . import autograd, ops
 from . import devices
+from .grad_mode import _modes
 from .tensor_math import TensorMath
 from .tensor_shape import TensorShape
 
@@ -117,6 +118,8 @@ class Tensor(TensorMath, TensorShape):
         array = value._data if isinstance(value, Tensor) else value
         if array is self._data:
             return
+        if _modes.recorder is not None:
+            _modes.recorder.refuse("it replaces a tensor's array (t.data = ...), which a replay would not redo")
         if not isinstance(array, np.ndarray):
             array = _to_array(array)
         if self._requires_grad and array.dtype.kind not in "fc":
@@ -137,6 +140,8 @@ class Tensor(TensorMath, TensorShape):
         gradient came out wrongly shaped.)"""
         if value is not None and not isinstance(value, Tensor):
             value = Tensor._from_op(np.array(value), False)
+        if _modes.recorder is not None:
+            _modes.recorder.record_grad_set(self, value)
         self._grad = value
 
     shape = property(lambda self: self._data.shape)
@@ -161,31 +166,45 @@ class Tensor(TensorMath, TensorShape):
 
     def numpy(self):
         """The underlying numpy array (shared, not copied)."""
+        if _modes.recorder is not None:
+            _modes.recorder.record_read(self, self._data, "array")
         return self._data
 
+    def _read(self, what):
+        """A value of this tensor is read into Python: minigrad.compile must know (compile.py)."""
+        if _modes.recorder is not None:
+            _modes.recorder.record_read(self, None, what)
+
     def item(self):
+        self._read("t.item()")
         if self._data.size != 1:
             raise ValueError(f"item: only a tensor with one element converts to a Python number, shape is {self.shape}")
         return self._data.item()
 
     def __float__(self):
+        self._read("float(t)")
         if self._data.size != 1:
             raise ValueError(f"float(): only a tensor with one element converts to a Python float, shape is "
                              f"{self.shape}")
         return float(self._data.item())
 
     def __int__(self):
+        self._read("int(t)")
         if self._data.size != 1:
             raise ValueError(f"int(): only a tensor with one element converts to a Python int, shape is {self.shape}")
         return int(self._data.item())
 
     def tolist(self):
+        self._read("t.tolist()")
         return self._data.tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if _modes.recorder is not None:
+            _modes.recorder.record_read(self, self._data if dtype is None else None, "np.asarray(t)")
         return self._data if dtype is None else self._data.astype(dtype)
 
     def __repr__(self):
+        self._read("printing t")
         body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=4)
         extra = f", grad_fn={self.grad_fn}" if self._ctx is not None else (
             ", requires_grad=True" if self.requires_grad else "")
@@ -194,6 +213,7 @@ class Tensor(TensorMath, TensorShape):
     def __format__(self, spec):
         """f"{t:.4f}": a one-element tensor formats as its number, as in PyTorch; a larger one only
         with an empty spec (f"{t}", as str(t))."""
+        self._read("formatting t")
         if self._data.size == 1:
             return format(self._data.item(), spec)
         if spec:
@@ -205,6 +225,7 @@ class Tensor(TensorMath, TensorShape):
         return id(self)
 
     def __bool__(self):
+        self._read("bool(t), as in `if t:`")
         if self._data.size != 1:
             raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()")
         return bool(self._data)
@@ -296,6 +317,8 @@ class Tensor(TensorMath, TensorShape):
         if not self._data.flags.writeable:
             raise RuntimeError(f"{op}: this tensor's memory is read-only (an expand() or broadcast_to() view, "
                                "where many elements share one number); clone() it first")
+        if _modes.recorder is not None:
+            _modes.recorder.record_write(self, new)
         self._data[...] = new._data  # (an integer result is cast to this integer dtype, as PyTorch does)
 
     def add_(self, other, alpha=1):

@@ -14,6 +14,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .. import devices
+from ..compile import replayed_as_a_call
 from ..tensor import Tensor
 
 
@@ -156,6 +157,7 @@ class Module:
     def eval(self):
         return self.train(False)
 
+    @replayed_as_a_call
     def zero_grad(self):
         for p in self.parameters():
             p._grad = None  # (p.grad = None, without the property's call)
