@@ -37,6 +37,7 @@ Python control flow that depends on anything but the arguments (a global counter
 module switched to eval()) is frozen at what it was during the recording, as in TinyJit: call
 `step.reset()` after changing it. Anomaly mode (`detect_anomaly`) always runs eagerly.
 """
+import collections.abc
 import functools
 import threading
 import warnings
@@ -226,6 +227,7 @@ class Recorder:
         leaf = self.grad_of.get(id(t))
         if leaf is not None:
             return GRAD, leaf
+        self.reads.pop(id(t._data), None)
         return LIVE, t  # a weight, a buffer, a constant made inside the step
 
     def refuse(self, reason):
@@ -239,7 +241,9 @@ class Recorder:
         param_slots = {}
         for k, v in params.items():
             if isinstance(v, np.ndarray) and id(v) in self.reads:
-                param_slots[k] = self.reads.pop(id(v))[0]  # (an argument's values passed as a parameter)
+                slot = self.reads.pop(id(v))[0]
+                if slot is not None:  # (a value of the step passed as a parameter; else a weight's or buffer's array)
+                    param_slots[k] = slot
             elif isinstance(v, np.ndarray) and id(v) in self.array_slot:
                 param_slots[k] = self.array_slot[id(v)]
             elif isinstance(v, np.ndarray) and self._derived(v):
@@ -261,13 +265,15 @@ class Recorder:
     @_stops_on_refusal
     def record_read(self, t, array, what):
         """t's values were read into Python (t.numpy(), np.asarray(t), t.item(), ...)."""
-        slot = self.slot_of.get(id(t), self.array_slot.get(id(t._data)))
-        if slot is None and id(t) not in self.grad_of:
-            return  # a weight's or a constant's values: the same at every replay
-        if array is None or slot is None:
+        if array is None:
             raise CaptureRefused(f"it reads a tensor's value into Python ({what}); return the tensor and read it "
                                  "outside the step")
-        self.reads[id(array)] = (slot, array, what)  # fine if it reaches an op (record_op, source)
+        slot = self.slot_of.get(id(t), self.array_slot.get(id(t._data)))
+        if slot is None and id(t) in self.grad_of:
+            raise CaptureRefused(f"it reads a gradient's values into Python ({what}) outside an op")
+        # Fine if the very array reaches an op (as an input or a parameter: record_op, source), which
+        # then reads it afresh at each replay; anything computed from it in Python would be frozen.
+        self.reads[id(array)] = (slot, array, what)
 
     @_stops_on_refusal
     def record_grad_set(self, tensor, value):
@@ -337,7 +343,9 @@ class Recorder:
 
     def finish(self, result):
         if self.reads:
-            raise CaptureRefused("it reads tensor values into Python (np.asarray(t) or t.numpy()) outside an op")
+            what = next(iter(self.reads.values()))[2]
+            raise CaptureRefused(f"it computes with a tensor's values in Python ({what}) outside an op, which a "
+                                 "replay would not redo")
         return Tape(self.n_values, self.arguments, self.events, self._result_spec(result))
 
     def _result_spec(self, result):
@@ -505,6 +513,9 @@ def replayed_as_a_call(fn):
         recorder = _modes.recorder
         if recorder is None:
             return fn(*args, **kwargs)
+        # an iterator (model.parameters()) would be used up by this call: each replay gets the list
+        args = tuple(list(a) if isinstance(a, collections.abc.Iterator) else a for a in args)
+        kwargs = {k: list(v) if isinstance(v, collections.abc.Iterator) else v for k, v in kwargs.items()}
         recorder.record_call(fn, args, kwargs)
         _modes.recorder = None
         try:

@@ -1557,6 +1557,30 @@ class BatchNorm(Function):
         return dx, dw, db
 
 
+class RunningStatistics(Function):
+    """Batch and instance norm's running statistics, updated in place while training:
+
+        running = (1 - momentum) running + momentum statistic(x)      (in float64, stored in running's dtype)
+
+    for each array of `running` (name -> array, e.g. running_mean and running_var) and the matching
+    float64 array of `statistics(x)`. It returns an empty array and passes no gradient: the loss does
+    not depend on the running statistics. It is an op, rather than Python after the forward, so that a
+    recorded step (minigrad.compile) updates them again on every replay."""
+
+    @staticmethod
+    def forward(ctx, x, running=None, statistics=None, momentum=0.1):
+        for name, value in statistics(x).items():
+            old = running[name]
+            old[...] = ((1.0 - momentum) * old.astype(np.float64) + momentum * value).astype(old.dtype)
+        return np.empty(0, dtype=x.dtype)
+
+    rule = "none: the running statistics are not part of the loss"
+
+    @staticmethod
+    def backward(ctx, g):
+        return (None,)
+
+
 class CrossEntropy(Function):
     """Cross-entropy of logits (..., V) against integer targets (...), with label smoothing and
     an ignored target id. reduction: "mean" (over counted targets), "sum" or "none"."""

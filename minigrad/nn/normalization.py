@@ -62,12 +62,29 @@ def _ones_zeros(x, weight, bias):
     return weight, bias
 
 
-def _update_running(running, batch_value, momentum):
-    """running = (1 - momentum) running + momentum batch_value, in place (no gradient)."""
-    old = running.numpy()
-    new = (1.0 - momentum) * old.astype(np.float64) + momentum * batch_value
-    with no_grad():
-        running.copy_(Tensor(new.astype(old.dtype)))
+def _update_running(x, running_mean, running_var, momentum, statistics):
+    """running = (1 - momentum) running + momentum statistics(x)[name], in place, for the running
+    buffers given (not None); no gradient (the op `RunningStatistics`)."""
+    running = {name: t._data for name, t in (("mean", running_mean), ("var", running_var)) if t is not None}
+    ops.RunningStatistics.apply(x.detach(), running=running, statistics=statistics, momentum=momentum)
+    for t in (running_mean, running_var):
+        if t is not None:
+            t._bump("the running statistics")
+
+
+def _batch_statistics(values):
+    """Per channel: the mean and the unbiased variance (divided by n - 1, as PyTorch) over (N, *)."""
+    axes = _channel_axes(values)
+    n = values.size // values.shape[1]
+    return {"mean": values.mean(axis=axes, dtype=np.float64),
+            "var": values.var(axis=axes, dtype=np.float64) * n / (n - 1)}
+
+
+def _instance_statistics(values):
+    """Per channel: each sample's mean and unbiased variance over its positions, averaged over the samples."""
+    rows = values.reshape(values.shape[0], values.shape[1], -1)
+    return {"mean": rows.mean(axis=2, dtype=np.float64).mean(axis=0),
+            "var": rows.var(axis=2, ddof=1, dtype=np.float64).mean(axis=0)}
 
 
 def _normalize_with_stats(x, mean, var, weight, bias, eps):
@@ -108,13 +125,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     _verify_batch_size("batch_norm", x.shape)
     y = BatchNorm.apply(x, *_ones_zeros(x, weight, bias), eps=eps)
     if running_mean is not None or running_var is not None:
-        values = x.numpy()
-        axes = _channel_axes(values)
-        n = values.size // values.shape[1]
-        if running_mean is not None:
-            _update_running(running_mean, values.mean(axis=axes, dtype=np.float64), momentum)
-        if running_var is not None:  # unbiased (divided by n - 1), as PyTorch
-            _update_running(running_var, values.var(axis=axes, dtype=np.float64) * n / (n - 1), momentum)
+        _update_running(x, running_mean, running_var, momentum, _batch_statistics)
     return y
 
 
@@ -173,11 +184,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                          f"{x.shape} (each channel of a sample has one value: its variance is 0)")
     y = _rows_normalized(x, x.shape[0] * x.shape[1], eps, weight, bias)
     if running_mean is not None or running_var is not None:
-        values = x.numpy().reshape(x.shape[0], x.shape[1], L)
-        if running_mean is not None:
-            _update_running(running_mean, values.mean(axis=2, dtype=np.float64).mean(axis=0), momentum)
-        if running_var is not None:
-            _update_running(running_var, values.var(axis=2, ddof=1, dtype=np.float64).mean(axis=0), momentum)
+        _update_running(x, running_mean, running_var, momentum, _instance_statistics)
     return y
 
 
