@@ -77,6 +77,8 @@ def build_parser():
                    help="continue the run in --out (its last.npz or ckpt.npz, whichever is later)")
     p.add_argument("--sample-chars", type=int, default=300, help="characters to generate at the end")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--compile", action="store_true",
+                   help="replay the training step with minigrad.compile: the same losses, less Python per step")
     return p
 
 
@@ -292,6 +294,17 @@ def train(args, given=frozenset()):
     print(f"{run.model.num_parameters():,} parameters, vocabulary {len(run.data.chars)}, "
           f"{len(run.data.splits['train']):,} training characters")
 
+    def train_step(x, y):
+        """One update: the loss of a batch, its gradients (clipped), AdamW's step. Returns the loss."""
+        _, loss = run.model(x, y)
+        run.optimizer.zero_grad()
+        loss.backward()
+        if args.grad_clip > 0:
+            optim.clip_grad_norm_(run.model.parameters(), args.grad_clip)
+        run.optimizer.step()
+        return loss
+
+    train_step = minigrad.compile(train_step) if args.compile else train_step
     first_step = run.step
     bar = progress(total=args.max_iters - first_step, desc="training", disable=args.quiet, every=0)
     updating, interval_losses = False, []
@@ -307,17 +320,11 @@ def train(args, given=frozenset()):
                 for group in run.optimizer.param_groups:
                     group["lr"] = lr
                 x, y = run.data.batch("train", args.batch_size, args.block_size)
-                _, loss = run.model(minigrad.tensor(x), minigrad.tensor(y))
-                value = loss.item()
-                if not math.isfinite(value):
-                    stop_on_non_finite("training loss", value, run, args, best_path)
-                run.optimizer.zero_grad()
-                loss.backward()
-                if args.grad_clip > 0:
-                    optim.clip_grad_norm_(run.model.parameters(), args.grad_clip)
                 updating = True  # an interrupt inside the update would leave some weights updated, some not
-                run.optimizer.step()
+                value = train_step(minigrad.tensor(x), minigrad.tensor(y)).item()
                 updating = False
+                if not math.isfinite(value):  # (this state is not saved: the weights were updated from it)
+                    stop_on_non_finite("training loss", value, run, args, best_path)
                 run.step += 1
                 interval_losses.append(value)
                 bar.update(loss=f"{value:.3f}")

@@ -21,7 +21,7 @@ def _positive(x):
 
 
 def _check_targets(results):
-    assert len(results["targets"]) == 7
+    assert len(results["targets"]) == 9
     for t in results["targets"]:
         assert t["needs"] in (">=", "<=")
         if t["ratio"] is None:
@@ -95,8 +95,9 @@ def test_quick_training_run_json(capsys, tmp_path):
     json.loads(capsys.readouterr().out)
     train = results["train"]
     assert train["iterations"] == 3 and train["data"] == str(text)
-    assert set(train["seconds"]) == {"minigrad"} | ({"torch"} if HAS_TORCH else set())
+    assert set(train["seconds"]) == {"minigrad", "compiled"} | ({"torch"} if HAS_TORCH else set())
     assert all(_positive(v) for v in train["seconds"].values())
+    assert train["val_loss"]["compiled"] == train["val_loss"]["minigrad"]  # a replay: the same bits
     for loss in train["val_loss"].values():  # 3 steps from the initialisation: about ln(vocabulary)
         assert 0.5 * math.log(train["vocab_size"]) < loss < 1.5 * math.log(train["vocab_size"])
     if HAS_TORCH:  # the same weights, batches and updates: the same losses, up to float32 rounding

@@ -7,7 +7,7 @@ import minigrad
 from demos.benchmark import overhead
 from minigrad import autograd
 
-PARTS = ["step", "ops' forward", "model code", "ops' backward", "walk", "optimizer"]
+PARTS = ["step", "ops' forward", "model code", "ops' backward", "walk", "optimizer", "compiled step"]
 
 
 def test_the_split_of_an_mlp_step_runs_and_restores_the_engine(capsys):
@@ -19,7 +19,7 @@ def test_the_split_of_an_mlp_step_runs_and_restores_the_engine(capsys):
         minigrad.set_num_threads(threads)
     assert name.startswith("MLP") and list(row) == PARTS
     assert all(math.isfinite(v) for v in row.values())
-    assert row["ops' forward"] > 0 and row["ops' backward"] > 0 and row["step"] > 0
+    assert row["ops' forward"] > 0 and row["ops' backward"] > 0 and row["step"] > 0 and row["compiled step"] > 0
     assert autograd.Function.__dict__["apply"] is apply and autograd._call_backward is call_backward
     assert "MLP 2-32-2" in capsys.readouterr().out
 

@@ -170,3 +170,14 @@ def test_help_and_defaults():
     assert (args.n_layer, args.n_head, args.d_model, args.block_size, args.batch_size, args.max_iters) == \
         (4, 4, 128, 64, 12, 2000)
     assert (args.lr, args.min_lr, args.dropout, args.bias, args.eval_iters) == (1e-3, 1e-4, 0.0, False, 20)
+
+
+def test_compile_trains_to_the_same_weights(tmp_path, capsys):
+    """--compile replays the step (minigrad.compile): the same run, bit for bit, and its log says nothing new."""
+    results = [run(tmp_path / name, "--max-iters", "6", "--eval-interval", "3", "--seed", "5", *flags)
+               for name, flags in (("eager", ()), ("compiled", ("--compile",)))]
+    assert [(r["train"], r["val"], r["best_step"]) for r in results] == [(results[0]["train"], results[0]["val"], 6)] * 2
+    eager, compiled = (minigrad.load(tmp_path / name / "ckpt.npz")["model"] for name in ("eager", "compiled"))
+    assert eager.keys() == compiled.keys()
+    assert all(np.array_equal(eager[k], compiled[k]) for k in eager)
+    assert "runs eagerly" not in capsys.readouterr().err

@@ -37,7 +37,7 @@ def busy_process():
 
 def bench_busy(args, torch):
     name, config, batch_size = GPT_CONFIGS[NANOGPT_CPU]
-    candidates, parameters, _ = make_candidates(config, batch_size, args.seed, torch)
+    candidates, parameters, _ = make_candidates(config, batch_size, args.seed, torch, compiled=False)
     rows = []
     for label, candidate in candidates.items():
         framework, _, threads = candidate

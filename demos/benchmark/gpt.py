@@ -1,7 +1,8 @@
 """Section `gpt`: one whole training step (forward, backward, AdamW, zero_grad) of each framework.
 
 The candidates are minigrad at its default thread count (the number the ratio uses), minigrad on one
-thread (for information), and PyTorch on 1 and 2 threads (the ratio takes the faster). They train
+thread (for information), the same minigrad step through `minigrad.compile` (recorded once, then
+replayed: its own ratio), and PyTorch on 1 and 2 threads (the ratio takes the faster). They train
 the models of `models.py`; a first estimate of each step's cost sets how many steps fit the time
 budget, and the steps are then timed in blocks, the frameworks taking turns block by block so that
 machine noise hits all of them. The result is the median step time.
@@ -14,7 +15,7 @@ from .timing import median, settle, time_steps, warm_up
 TORCH_THREADS = (1, 2)
 
 
-def make_candidates(config, batch_size, seed, torch):
+def make_candidates(config, batch_size, seed, torch, compiled=True):
     """-> ({name: (framework, step, threads)}, number of parameters, {framework: first loss}).
 
     threads None means the framework's default. The first step of each model runs here (it compiles
@@ -22,6 +23,11 @@ def make_candidates(config, batch_size, seed, torch):
     step_mg, n_mg = make_minigrad_trainer(config, batch_size, seed)
     candidates = {"minigrad": ("minigrad", step_mg, None), "minigrad-1t": ("minigrad", step_mg, 1)}
     first_loss = {"minigrad": float(step_mg().item())}
+    if compiled:  # (compiled=False: without the minigrad.compile candidate)
+        step_compiled, _ = make_minigrad_trainer(config, batch_size, seed, compiled=True)
+        candidates["compiled"] = ("minigrad", step_compiled, None)
+        first_loss["compiled"] = float(step_compiled().item())
+        step_compiled()  # (the second call records the tape: from here on, every call replays it)
     if torch is not None:
         step_t, n_t = make_torch_trainer(torch, config, batch_size, seed)
         if n_t != n_mg:
@@ -69,7 +75,8 @@ def bench_gpt(args, torch):
             "steps_timed": {c: len(t) for c, t in times.items()}, "ms_per_step": ms,
             "ms_min": {c: 1e3 * min(t) for c, t in times.items()},
             "torch_best": best, "first_loss": first_loss,
-            "ratio": {"torch/minigrad": ratio(torch_ms.get(best), ms["minigrad"])},
+            "ratio": {"torch/minigrad": ratio(torch_ms.get(best), ms["minigrad"]),
+                      "torch/compiled": ratio(torch_ms.get(best), ms["compiled"])},
         })
     return results
 
@@ -80,13 +87,14 @@ def format_gpt(rows):
         ms = r["ms_per_step"]
         table.append([f"{r['config']} (L{r['n_layer']} d{r['d_model']} T{r['block_size']} B{r['batch_size']})",
                       f"{r['parameters']:,}", fmt(ms["minigrad"], 1), fmt(ms.get("minigrad-1t"), 1),
-                      fmt(ms.get("torch-1t"), 1), fmt(ms.get("torch-2t"), 1), r["torch_best"] or "-",
-                      fmt_ratio(r["ratio"]["torch/minigrad"])])
-    return format_table(["GPT training step", "params", "minigrad ms", "minigrad 1T ms", "torch 1T ms", "torch 2T ms",
-                         "best torch", "torch/minigrad"], table,
+                      fmt(ms.get("compiled"), 1), fmt(ms.get("torch-1t"), 1), fmt(ms.get("torch-2t"), 1),
+                      r["torch_best"] or "-", fmt_ratio(r["ratio"]["torch/minigrad"]),
+                      fmt_ratio(r["ratio"].get("torch/compiled"))])
+    return format_table(["GPT training step", "params", "minigrad ms", "minigrad 1T ms", "compiled ms", "torch 1T ms",
+                         "torch 2T ms", "best torch", "torch/minigrad", "torch/compiled"], table,
                         "GPT training step (forward, backward, AdamW, zero_grad): median ms/step; "
                         "ratio = best torch ms / minigrad ms (minigrad's default threads; the 1T column is "
-                        "for information)")
+                        "for information; 'compiled' is the same step through minigrad.compile, replayed)")
 
 
 def profile_gpt_step(args):

@@ -106,8 +106,9 @@ def _cycle(pool):
     return next_batch
 
 
-def make_minigrad_trainer(config, batch_size, seed):
-    """-> (step() -> loss, number of parameters)"""
+def make_minigrad_trainer(config, batch_size, seed, compiled=False):
+    """-> (step() -> loss, number of parameters). compiled=True: the step goes through minigrad.compile
+    (recorded at its second call, replayed from the third on)."""
     import minigrad
     from minigrad import optim
     from transformer import GPT, GPTConfig
@@ -118,13 +119,18 @@ def make_minigrad_trainer(config, batch_size, seed):
     optimizer = optim.AdamW(model.parameters(), **ADAMW)
     next_batch = _cycle(batch_pool(seed, config["vocab_size"], config["block_size"], batch_size))
 
-    def step():
-        x, y = next_batch()
-        _, loss = model(minigrad.tensor(x), minigrad.tensor(y))
+    def train_step(x, y):
+        _, loss = model(x, y)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
         return loss
+
+    train_step = minigrad.compile(train_step) if compiled else train_step
+
+    def step():
+        x, y = next_batch()
+        return train_step(minigrad.tensor(x), minigrad.tensor(y))
 
     return step, model.num_parameters()
 

@@ -16,7 +16,9 @@ batch of one token (where almost no arithmetic is left, so what remains is fixed
 tiny MLP (2 -> 32 -> 2, 256 points, Adam). Times are CPU time (`time.process_time`), medians over
 the steps, on one thread: on a shared machine CPU time is steadier than wall time, and one thread
 keeps the workers' polling out of it. The timers around each op add about a microsecond per op,
-so the split steps are timed apart from the plain ones, whose median is the "step" column.
+so the split steps are timed apart from the plain ones, whose median is the "step" column. The
+last column is the same step through `minigrad.compile` (recorded once, then replayed: no model
+code, no graph, no walk), timed in turns with the plain one.
 """
 import argparse
 import statistics
@@ -44,12 +46,11 @@ def _gpt(batch, block):
                for _ in range(8)]
     counter = [0]
 
-    def loss_of_next_batch():
-        x, y = batches[counter[0] % len(batches)]
+    def next_batch():
         counter[0] += 1
-        return model(x, y)[1]
+        return batches[counter[0] % len(batches)]
 
-    return loss_of_next_batch, optimizer
+    return (lambda x, y: model(x, y)[1]), next_batch, optimizer
 
 
 def _mlp():
@@ -61,7 +62,8 @@ def _mlp():
     x = minigrad.tensor(rng.standard_normal((256, 2)).astype(np.float32))
     y = minigrad.tensor((x.numpy()[:, 0] * x.numpy()[:, 1] > 0).astype(np.int64))
     model = nn.Sequential(nn.Linear(2, 32), nn.ReLU(), nn.Linear(32, 2))
-    return (lambda: nn.functional.cross_entropy(model(x), y)), optim.Adam(model.parameters(), lr=ADAM_LR)
+    return (lambda x, y: nn.functional.cross_entropy(model(x), y)), (lambda: (x, y)), optim.Adam(model.parameters(),
+                                                                                                 lr=ADAM_LR)
 
 
 class _OpTimer:
@@ -101,25 +103,35 @@ class _OpTimer:
         self.autograd.Function.apply, self.autograd._call_backward = self.apply, self.call_backward
 
 
-def measure(loss_fn, optimizer, steps, warmup=5):
-    """{part: median ms} over `steps` plain steps and as many split ones (see the docstring)."""
+def measure(loss_fn, next_batch, optimizer, steps, warmup=5):
+    """{part: median ms} over `steps` plain steps and as many split ones (see the docstring), and
+    the step through minigrad.compile (recorded, then replayed)."""
+    import minigrad
+
+    def step(x, y):
+        loss = loss_fn(x, y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    compiled = minigrad.compile(step)
     for _ in range(warmup):
-        loss = loss_fn()
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    plain, parts = [], {k: [] for k in ("ops' forward", "model code", "ops' backward", "walk", "optimizer")}
+        step(*next_batch())
+        compiled(*next_batch())
+    plain, replayed = [], []
+    parts = {k: [] for k in ("ops' forward", "model code", "ops' backward", "walk", "optimizer")}
     for _ in range(steps):
-        t0 = time.process_time()
-        loss = loss_fn()
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        plain.append(time.process_time() - t0)
+        for fn, times in ((step, plain), (compiled, replayed)):
+            batch = next_batch()
+            t0 = time.process_time()
+            fn(*batch)
+            times.append(time.process_time() - t0)
     for _ in range(steps):
+        batch = next_batch()
         with _OpTimer() as ops:
             t0 = time.process_time()
-            loss = loss_fn()
+            loss = loss_fn(*batch)
             t1 = time.process_time()
             loss.backward()
             t2 = time.process_time()
@@ -131,7 +143,8 @@ def measure(loss_fn, optimizer, steps, warmup=5):
         parts["ops' backward"].append(ops.backward)
         parts["walk"].append(t2 - t1 - ops.backward)
         parts["optimizer"].append(t3 - t2)
-    return {"step": 1e3 * statistics.median(plain), **{k: 1e3 * statistics.median(v) for k, v in parts.items()}}
+    return {"step": 1e3 * statistics.median(plain), **{k: 1e3 * statistics.median(v) for k, v in parts.items()},
+            "compiled step": 1e3 * statistics.median(replayed)}
 
 
 def main(argv=None):
@@ -150,7 +163,7 @@ def main(argv=None):
     rows = [(name, measure(*make(), args.steps)) for name, make in models]
     columns = list(rows[0][1])
     print(f"CPU ms per training step, medians of {args.steps} steps, one thread ({minigrad.get_backend()} backend)")
-    print(f"{'':28s}" + "".join(f"{c:>15s}" for c in columns))
+    print(f"{'':28s}" + "".join(f"{c:>15s}" for c in columns))  # (compiled step: minigrad.compile, replayed)
     for name, row in rows:
         print(f"{name:28s}" + "".join(f"{row[c]:15.3f}" for c in columns))
     return rows

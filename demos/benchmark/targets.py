@@ -51,6 +51,12 @@ def evaluate_targets(results, torch_missing=None):
             row and f"minigrad {row['ms_per_step']['minigrad']:.1f} ms vs {row['torch_best']} "
                     f"{row['ms_per_step'][row['torch_best']]:.1f} ms" if row and row["torch_best"] else None,
             needs_torch=True)
+    for name, _, _ in GPT_CONFIGS:  # minigrad.compile's aim: a step well past PyTorch's
+        row = gpt.get(name)
+        add(f"compiled GPT training step 1.5x PyTorch ({name})", row and row["ratio"].get("torch/compiled"), 1.5,
+            row and f"compiled {row['ms_per_step']['compiled']:.1f} ms vs {row['torch_best']} "
+                    f"{row['ms_per_step'][row['torch_best']]:.1f} ms" if row and row["torch_best"] else None,
+            needs_torch=True)
 
     rows = {r["candidate"]: r for r in (results.get("busy") or {}).get("rows", [])}
     row = rows.get("minigrad")

@@ -3,8 +3,8 @@
 The run is nanoGPT's CPU configuration on Shakespeare (``../shared/data/tinyshakespeare.txt`` next
 to the repository, or --train-data): char_gpt's defaults, 2000 iterations (--train-iters), with an
 evaluation every 250 iterations and one at the end (with --quick, on 2 batches instead of 20).
-Both frameworks really run every iteration: the same model (PyTorch starts from minigrad's initial
-weights), the same batches (drawn once, in advance), the same learning-rate schedule, gradient
+Both frameworks really run every iteration (minigrad twice: eager, and through `minigrad.compile`
+as `char_gpt --compile` runs it): the same model (PyTorch starts from minigrad's initial weights), the same batches (drawn once, in advance), the same learning-rate schedule, gradient
 clipping and evaluations. Only char_gpt's checkpoints and text sample are left out. The two take
 turns, one evaluation interval at a time, so that machine noise hits both; each framework's wall
 time is the sum of its own intervals. Without the data file the section is skipped with a message.
@@ -58,8 +58,9 @@ def _loop(c, batches, param_groups, evaluate, step):
     return run
 
 
-def _minigrad_run(c, config, batches):
-    """-> (model, run(first, stop), evaluate() -> val loss): char_gpt's model, groups and loop body."""
+def _minigrad_run(c, config, batches, compiled=False):
+    """-> (model, run(first, stop), evaluate() -> val loss): char_gpt's model, groups and loop body
+    (compiled=True: the step through minigrad.compile, as `char_gpt --compile` runs it)."""
     import minigrad
     from minigrad import optim
 
@@ -76,14 +77,19 @@ def _minigrad_run(c, config, batches):
         model.train()
         return losses["val"]
 
-    def step(x, y):
-        _, loss = model(minigrad.tensor(x), minigrad.tensor(y))
+    def train_step(x, y):
+        _, loss = model(x, y)
         opt.zero_grad()
         loss.backward()
         if c.grad_clip > 0:
             optim.clip_grad_norm_(model.parameters(), c.grad_clip)
         opt.step()
-        loss.item()
+        return loss
+
+    train_step = minigrad.compile(train_step) if compiled else train_step
+
+    def step(x, y):
+        train_step(minigrad.tensor(x), minigrad.tensor(y)).item()
 
     return model, _loop(c, batches, opt.param_groups, evaluate, step), evaluate
 
@@ -141,9 +147,12 @@ def bench_train(args, torch):
     for split in ("train", "val"):
         batches["eval_" + split] = [data.batch(split, c.batch_size, c.block_size) for _ in range(c.eval_iters)]
 
+    state = minigrad.default_generator.get_state()
     model, run, evaluate = _minigrad_run(c, config, batches)
-    runs, evaluations = {"minigrad": run}, {"minigrad": evaluate}
-    threads = {"minigrad": minigrad_threads()}
+    minigrad.default_generator.set_state(state)  # (the same initial weights as the eager run)
+    _, run_compiled, evaluate_compiled = _minigrad_run(c, config, batches, compiled=True)
+    runs, evaluations = {"minigrad": run, "compiled": run_compiled}, {"minigrad": evaluate, "compiled": evaluate_compiled}
+    threads = {"minigrad": minigrad_threads(), "compiled": minigrad_threads()}
     if torch is not None:  # built before minigrad trains: it copies the initial weights
         runs["torch"], evaluations["torch"] = _torch_run(torch, c, config, batches, model)
         threads["torch"] = torch.get_num_threads()
@@ -168,8 +177,9 @@ def bench_train(args, torch):
                        "batch_size": c.batch_size, "bias": c.bias, "eval_interval": c.eval_interval,
                        "eval_iters": c.eval_iters},
             "threads": threads, "same_initial_weights": torch is not None,
-            "seconds": seconds, "val_loss": val, "ratio": {"torch/minigrad": ratio(seconds.get("torch"),
-                                                                                    seconds["minigrad"])}}
+            "seconds": seconds, "val_loss": val,
+            "ratio": {"torch/minigrad": ratio(seconds.get("torch"), seconds["minigrad"]),
+                      "torch/compiled": ratio(seconds.get("torch"), seconds["compiled"])}}
 
 
 def format_train(result):
@@ -181,5 +191,6 @@ def format_train(result):
     title = (f"char_gpt training run: {result['iterations']} iterations on {os.path.basename(result['data'])} "
              f"(L{cfg['n_layer']} d{cfg['d_model']} T{cfg['block_size']} B{cfg['batch_size']}, evaluation every "
              f"{cfg['eval_interval']} iterations); measured wall time; ratio torch/minigrad = "
-             f"{fmt_ratio(result['ratio']['torch/minigrad'])}")
+             f"{fmt_ratio(result['ratio']['torch/minigrad'])}, torch/compiled (minigrad.compile) = "
+             f"{fmt_ratio(result['ratio'].get('torch/compiled'))}")
     return format_table(["framework", "threads", "wall s", "ms/iter", "final val loss"], rows, title)
