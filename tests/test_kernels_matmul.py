@@ -166,6 +166,19 @@ def test_bias_is_added_to_every_row(shape_a, shape_b, dtype):
                                    atol=1e-4 if dtype == np.float32 else 1e-11)
 
 
+@pytest.mark.parametrize("k", [3, 64, 100])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_short_inner_axis_takes_more_rows_per_pass(k, transpose_b):
+    """With k blocks shorter than KC a pass over the strips takes more rows of a than MC (the same
+    bytes of a): rows past MC, and passes that end inside a tile row, must still all be computed."""
+    rng = np.random.default_rng(k)
+    rows = matmul_module.MC * KC // k + 5 * MR + 3  # more than one pass, the last one short and ragged
+    a = random(rng, (rows, k), np.float32)
+    b = random(rng, (70, k), np.float32).T if transpose_b else random(rng, (k, 70), np.float32)
+    assert_matches_reference(a, b)
+    assert_matches_reference(a[None].repeat(2, axis=0), np.broadcast_to(b, (2,) + b.shape))
+
+
 def test_bias_of_the_wrong_shape_is_refused():
     a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
     with pytest.raises(ValueError, match="bias"):

@@ -71,7 +71,10 @@ CACHE = not _forced and not kernel_forced()
 K_UNROLL = 4  # steps of k per turn of _fma_tile's main loop
 TILE_SIZE = MR * NR  # numbers in one register tile (a named constant: numba sees it as a literal)
 KC = 256  # longest block of the k axis: a packed piece of b is KC x NR numbers (16-32 KB in float32)
-MC = 128  # most rows of a that one pass of the strips reads: MC x KC numbers (128 KB) stay in L2
+MC = 128  # rows of a that one pass of the strips reads, at k blocks of KC: MC x KC numbers (128 KB)
+# stay in L2. With shorter k blocks a pass takes more rows (the same 128 KB of a): every pass packs
+# each strip of b again, and for a short k (a GPT's K = 64) that copy would cost a quarter of the
+# arithmetic.
 DIRECT_B_BYTES = 32 * 1024  # read b in place if the rows of a piece span at most this many bytes
 PACK_A_BYTES = 64 * 1024  # copy blocks of a this large (or larger) into a contiguous buffer,
 PACK_A_STRIPS = 8  # if at least this many strips will read the copy
@@ -547,6 +550,7 @@ def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first,
     n_rows, n_inner = a.shape[1], a.shape[2]
     n_k_blocks = (n_inner + KC - 1) // KC
     k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k in matmul_block
+    tiles_per_pass = max(MC // MR, MC * KC // (k_block * MR))  # rows of a per pass over the strips, in tiles
     packed_b = np.empty((KC, NR), dtype=c.dtype)  # scratch buffers, once per call
     edge = np.empty((MR, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
     for task in range(first, stop):
@@ -558,12 +562,12 @@ def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first,
         # Blocks of a are copied into packed_a when a is large: a contiguous block stays in L2 while
         # the strips read it, where rows of a far apart might not (rows 4 KB apart, for example, all
         # compete for the same few cache sets). Its rows are padded by 16 numbers for the same reason.
-        block_rows = min(min(block_hi - block_lo, MC // MR) * MR, n_rows - block_lo * MR)
+        block_rows = min(min(block_hi - block_lo, tiles_per_pass) * MR, n_rows - block_lo * MR)
         pack_a = strip_hi - strip_lo >= PACK_A_STRIPS and block_rows * k_block * _number_size(a) >= PACK_A_BYTES
         packed_a = np.empty((block_rows if pack_a else 0, k_block + 16), dtype=c.dtype)
         for i in range(batch_lo, batch_hi):
-            for sub_lo in range(block_lo, block_hi, MC // MR):  # at most MC rows of a at a time
-                sub_hi = min(sub_lo + MC // MR, block_hi)
+            for sub_lo in range(block_lo, block_hi, tiles_per_pass):  # MC x KC numbers of a at a time
+                sub_hi = min(sub_lo + tiles_per_pass, block_hi)
                 matmul_block(a[i], b[i], c[i], bias, strip_lo, strip_hi, sub_lo, sub_hi, packed_a, packed_b, edge)
 
 
