@@ -84,6 +84,10 @@ class CompiledStep:
         self.stats = {"eager": 0, "recorded": 0, "replayed": 0}
 
     def __call__(self, *args, **kwargs):
+        if _modes.anomaly_enabled or _modes.recorder is not None:
+            # detect_anomaly() checks op by op; inside another step's recording, that recorder sees the ops
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
         key = _signature(args, kwargs)
         tape = self.tapes.get(key)
         if tape is not None:
@@ -93,14 +97,15 @@ class CompiledStep:
             first_call = key not in self._seen
             self._seen.add(key)
         if first_call or key is None or key in self.reasons or len(self.tapes) >= self.MAX_TAPES:
-            if key is None or _modes.anomaly_enabled:
-                self._refuse(key, "its arguments or the anomaly mode rule out a replay (tensors, numbers, "
+            if key is None:
+                self._refuse(key, "an argument is of a kind a replay cannot take (tensors, arrays, numbers, "
                                   "strings, None and tuples of them can be replayed)")
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
         return self._record(key, args, kwargs)
 
     def _record(self, key, args, kwargs):
+        """Run the step eagerly while a Recorder writes it down; keep the tape unless it refused."""
         recorder = Recorder(args, kwargs)
         _modes.recorder = recorder
         try:
@@ -120,10 +125,11 @@ class CompiledStep:
         return result
 
     def _refuse(self, key, reason):
-        if key is not None and key in self.reasons:
+        """Note why calls with this signature run eagerly, and say it once, in one line."""
+        if key in self.reasons:
             return
         self.reasons[key] = reason
-        warnings.warn(f"minigrad.compile: {self.name} runs eagerly: {reason}", RuntimeWarning, stacklevel=4)
+        warnings.warn(f"minigrad.compile: {self.name} runs eagerly: {reason}", RuntimeWarning, stacklevel=3)
 
 
 def _signature(args, kwargs):

@@ -183,3 +183,38 @@ def test_the_tape_prints_as_a_list_of_ops():
     text = str(next(iter(step.tapes.values())))
     assert text.splitlines()[0].startswith("Tape: 3 ops")
     assert "Exp(%0)" in text and "Sum(" in text
+
+
+def test_anomaly_mode_and_a_step_inside_another_run_eagerly():
+    inner = mg.compile(lambda a: a * 3.0)
+    outer = mg.compile(lambda a: inner(a).exp().sum())
+    a = mg.tensor([0.5, 1.0])
+    results = [outer(a).item() for _ in range(4)]
+    assert results == [pytest.approx(np.exp(1.5) + np.exp(3.0), rel=1e-6)] * 4
+    assert outer.stats["replayed"] == 2 and inner.stats["replayed"] == 0  # (inner ran inside outer's recording)
+    with mg.detect_anomaly():
+        outer(a)
+    assert outer.stats["eager"] == 2
+
+
+def test_calls_from_several_threads_replay_side_by_side():
+    import threading
+
+    step = mg.compile(lambda a, b: (a @ b).relu().sum(axis=0))
+    rng = np.random.default_rng(0)
+    pairs = [(mg.tensor(rng.standard_normal((6, 4)).astype(np.float32)),
+              mg.tensor(rng.standard_normal((4, 3)).astype(np.float32))) for _ in range(8)]
+    step(*pairs[0]), step(*pairs[0])  # eager, then recorded
+    got = [None] * len(pairs)
+
+    def worker(i):
+        for _ in range(20):
+            got[i] = step(*pairs[i]).numpy()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(pairs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (a, b), g in zip(pairs, got):
+        np.testing.assert_array_equal(g, step.fn(a, b).numpy())  # the eager step: the same bits
