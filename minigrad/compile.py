@@ -96,6 +96,10 @@ class CompiledStep:
         with self._lock:
             first_call = key not in self._seen
             self._seen.add(key)
+            if len(self._seen) > 4 * self.MAX_TAPES:  # (and forget them: the set must not grow forever)
+                self._seen = set()
+                self._refuse("changing", "its arguments differ at almost every call (a number that changes, "
+                                         "such as a step count or a learning rate? pass it as a tensor)")
         if first_call or key is None or key in self.reasons or len(self.tapes) >= self.MAX_TAPES:
             if key is None:
                 self._refuse(key, "an argument is of a kind a replay cannot take (tensors, arrays, numbers, "

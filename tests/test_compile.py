@@ -218,3 +218,12 @@ def test_calls_from_several_threads_replay_side_by_side():
         t.join()
     for (a, b), g in zip(pairs, got):
         np.testing.assert_array_equal(g, step.fn(a, b).numpy())  # the eager step: the same bits
+
+
+def test_a_number_that_changes_at_every_call_is_named_once():
+    step = mg.compile(lambda x, lr: x * lr)
+    x = mg.tensor([1.0, 2.0])
+    with pytest.warns(RuntimeWarning, match="arguments differ at almost every call") as caught:
+        values = [step(x, 0.5 + i).numpy()[1] for i in range(100)]
+    assert len(caught) == 1 and values == [2.0 * (0.5 + i) for i in range(100)]
+    assert step.stats["replayed"] == 0 and len(step._seen) <= 4 * step.MAX_TAPES
