@@ -23,8 +23,9 @@ operands come from the nearest caches:
   ``tests/test_matmul_asm.py`` reads the compiled loop: per step of k, MR * NR / W FMAs and no
   stack access.
 - ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of NR columns. A
-  ``KC x NR`` piece of a strip stays in the L1 cache while the tiles run down all the rows of
-  ``a`` (which stay in L2) (``matmul_block``).
+  ``KC x NR`` piece of a strip stays in the L1 cache while the tiles run down the rows of ``a``
+  (``matmul_block``), as many rows per pass as fit ``MC x KC`` numbers (128 KB), which stay in L2:
+  ``MC`` rows at full blocks of k, more when k is short (``_run_tasks``).
 - ``b`` is *packed*: each piece of a strip is copied into a contiguous ``(KC, NR)`` buffer, padded
   with zeros on the right, so that the tile reads it at unit stride whatever the layout of ``b``
   (transposed views, slices, broadcasts) and without the cache conflicts of long rows. Small
