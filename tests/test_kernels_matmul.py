@@ -179,6 +179,21 @@ def test_short_inner_axis_takes_more_rows_per_pass(k, transpose_b):
     assert_matches_reference(a[None].repeat(2, axis=0), np.broadcast_to(b, (2,) + b.shape))
 
 
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_wide_b_is_packed_in_several_panels(transpose_b):
+    """More columns than one panel of packed strips holds (PANEL_STRIPS x NR): the panels side by
+    side, the last one short and ragged, with k in two blocks and a bias."""
+    rng = np.random.default_rng(5)
+    n = matmul_module.PANEL_STRIPS * NR + NR + 7
+    a = random(rng, (2 * MR + 3, KC + 9), np.float32)
+    b = random(rng, (n, KC + 9), np.float32).T if transpose_b else random(rng, (KC + 9, n), np.float32)
+    assert_matches_reference(a, b)
+    bias = random(rng, (n,), np.float32)
+    got, expected = matmul_compiled(a, b, bias), matmul_numpy(a, b, bias)
+    magnitude = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64) + np.abs(bias)
+    np.testing.assert_array_less(np.abs(got - expected), 1e-5 * magnitude)  # (as assert_matches_reference)
+
+
 def test_bias_of_the_wrong_shape_is_refused():
     a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
     with pytest.raises(ValueError, match="bias"):

@@ -79,6 +79,7 @@ MC = 128  # rows of a that one pass of the strips reads, at k blocks of KC: MC x
 DIRECT_B_BYTES = 32 * 1024  # read b in place if the rows of a piece span at most this many bytes
 PACK_A_BYTES = 64 * 1024  # copy blocks of a this large (or larger) into a contiguous buffer,
 PACK_A_STRIPS = 8  # if at least this many strips will read the copy
+PANEL_STRIPS = 4096 // NR  # strips of b packed side by side per block of k: KC x 4096 numbers at most (4 MB)
 SERIAL_FLOPS = 1_000_000  # below this many flops, handing work to other threads costs more than it saves
 TASKS_PER_THREAD = 4  # most tasks to share out per thread: a thread slowed by another program takes fewer
 TASK_FLOPS = 4_000_000  # but no task smaller than this: each packs the parts of a and b it reads
@@ -460,9 +461,40 @@ def _copy_block(src, si, sj, dst, di, dj, height, width):
 
 
 @jit(cache=CACHE)
+def _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width, block_lo, block_hi, accumulate,
+                 bias, edge):
+    """The tiles of one strip of c (columns j0 to j0 + width, row blocks [block_lo, block_hi)) for one
+    block of k, while that piece of b stays in L1: first all the tiles that fit in c, in one call,
+    then any that stick out of c, one by one in `edge`. a_src rows from a_row0, its k range
+    [ak0, ak1); b_src its (k, column) origin (bk0, bj0)."""
+    n_rows = c.shape[0]
+    zero, one = np.intp(0), np.intp(1)  # (a plain 0 or 1 would make numba compile the kernel again)
+    full_hi = min(block_hi, n_rows // MR) if width == NR else block_lo
+    if full_hi > block_lo:
+        i0, n_tiles = block_lo * MR, full_hi - block_lo
+        _tile_kernel(a_src, i0 - a_row0, n_tiles, a_last, ak0, ak1, b_src, bk0, bj0, c, i0, j0, accumulate, bias, j0)
+    for rb in range(max(full_hi, block_lo), block_hi):
+        i0 = rb * MR
+        height = min(MR, n_rows - i0)
+        if accumulate:
+            _copy_block(c, i0, j0, edge, 0, 0, height, width)
+        _tile_kernel(a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero, accumulate, bias, j0)
+        _copy_block(edge, 0, 0, c, i0, j0, height, width)
+
+
+@jit(cache=CACHE)
+def _b_in_place(b, k_block):
+    """Can the tiles read b where it is? Its rows must be contiguous, and a piece of a strip (k_block
+    rows) small enough to stay in L1 unpacked."""
+    return b.strides[1] == _number_size(b) and k_block * abs(b.strides[0]) <= DIRECT_B_BYTES
+
+
+@jit(cache=CACHE)
 def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
     """c[rows, cols] = a[rows] @ b[:, cols] (+ bias[cols]) for the column strips [strip_lo, strip_hi)
-    (NR columns each) and the row blocks [block_lo, block_hi) (MR rows each).
+    (NR columns each) and the row blocks [block_lo, block_hi) (MR rows each), packing each piece of
+    a strip just before its tiles use it. (attention.py's products; ``_run_tasks`` orders the same
+    work so that each piece of b is packed once per call.)
 
     a: (M, K) strided, b: (K, N) strided, c: (M, N) C-contiguous; bias: empty (no bias) or (N,)
     padded with zeros to a whole number of strips.
@@ -472,30 +504,18 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
     _never_inline()
     n_rows, n_inner = a.shape
     n_cols = b.shape[1]
-    last_row = n_rows - 1
     n_k_blocks = (n_inner + KC - 1) // KC
-    # b in place: needs contiguous rows, and a piece small enough to stay in L1 unpacked
-    b_in_place = (
-        b.strides[1] == _number_size(b)
-        and (n_inner + n_k_blocks - 1) // n_k_blocks * abs(b.strides[0]) <= DIRECT_B_BYTES
-    )
-    # a plain 0 or 1 as argument would make numba compile the kernel again, for that constant
-    zero, one = np.intp(0), np.intp(1)
-    # a in place, or its block for the current k range copied into packed_a
+    b_in_place = _b_in_place(b, (n_inner + n_k_blocks - 1) // n_k_blocks)
     i_lo, i_hi = block_lo * MR, min(block_hi * MR, n_rows)
     pack_a = packed_a.shape[0] >= i_hi - i_lo  # the caller decides: see _run_tasks
-
     for kb in range(n_k_blocks):
-        # equal blocks rather than full ones plus a short remainder
-        k0 = kb * n_inner // n_k_blocks
+        k0 = kb * n_inner // n_k_blocks  # equal blocks rather than full ones plus a short remainder
         k1 = (kb + 1) * n_inner // n_k_blocks
-        accumulate = kb > 0
         if pack_a:  # copy the block of a that every strip below reads
             _pack_rows(a, i_lo, i_hi, k0, k1, packed_a)
-            a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, zero, k1 - k0, i_hi - 1 - i_lo
+            a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, np.intp(0), k1 - k0, i_hi - 1 - i_lo
         else:
-            a_src, a_row0, ak0, ak1, a_last = a, zero, k0, k1, last_row
-
+            a_src, a_row0, ak0, ak1, a_last = a, np.intp(0), k0, k1, n_rows - 1
         for s in range(strip_lo, strip_hi):
             j0 = s * NR
             width = min(NR, n_cols - j0)
@@ -504,23 +524,8 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
             else:  # pack this piece of the strip just before use: it is still in L1 for the tiles
                 _pack_strip(b, k0, k1, j0, packed_b)
                 b_src, bk0, bj0 = packed_b, 0, 0
-            # the piece of b stays in L1 while the tiles run down the rows: first all the tiles
-            # that fit in c, in one call, then any that stick out of c, one by one in `edge`
-            full_hi = min(block_hi, n_rows // MR) if width == NR else block_lo
-            if full_hi > block_lo:
-                i0, n_tiles = block_lo * MR, full_hi - block_lo
-                _tile_kernel(
-                    a_src, i0 - a_row0, n_tiles, a_last, ak0, ak1, b_src, bk0, bj0, c, i0, j0, accumulate, bias, j0
-                )
-            for rb in range(max(full_hi, block_lo), block_hi):
-                i0 = rb * MR
-                height = min(MR, n_rows - i0)
-                if accumulate:
-                    _copy_block(c, i0, j0, edge, 0, 0, height, width)
-                _tile_kernel(
-                    a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero, accumulate, bias, j0
-                )
-                _copy_block(edge, 0, 0, c, i0, j0, height, width)
+            _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width, block_lo, block_hi,
+                         kb > 0, bias, edge)
 
 
 @jit(cache=CACHE)
@@ -548,17 +553,17 @@ def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first,
     range of rows; the n_batch_chunks * n_col_chunks * n_row_chunks tasks tile (B, M, N) in that
     order. (a: (B, M, K), b: (B, K, N), c: (B, M, N), bias: empty or (N,) padded to whole strips.)"""
     _never_inline()
-    n_rows, n_inner = a.shape[1], a.shape[2]
+    n_rows, n_inner, n_cols = a.shape[1], a.shape[2], b.shape[2]
     n_k_blocks = (n_inner + KC - 1) // KC
-    k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k in matmul_block
+    k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k
     tiles_per_pass = max(MC // MR, MC * KC // (k_block * MR))  # rows of a per pass over the strips, in tiles
-    packed_b = np.empty((KC, NR), dtype=c.dtype)  # scratch buffers, once per call
+    b_in_place = _b_in_place(b[0], k_block)
     edge = np.empty((MR, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
     for task in range(first, stop):
         batch_chunk, rest = divmod(task, n_col_chunks * n_row_chunks)
         col_chunk, row_chunk = divmod(rest, n_row_chunks)
         batch_lo, batch_hi = _chunk(c.shape[0], n_batch_chunks, batch_chunk)
-        strip_lo, strip_hi = _chunk((c.shape[2] + NR - 1) // NR, n_col_chunks, col_chunk)
+        strip_lo, strip_hi = _chunk((n_cols + NR - 1) // NR, n_col_chunks, col_chunk)
         block_lo, block_hi = _chunk((c.shape[1] + MR - 1) // MR, n_row_chunks, row_chunk)
         # Blocks of a are copied into packed_a when a is large: a contiguous block stays in L2 while
         # the strips read it, where rows of a far apart might not (rows 4 KB apart, for example, all
@@ -567,9 +572,48 @@ def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first,
         pack_a = strip_hi - strip_lo >= PACK_A_STRIPS and block_rows * k_block * _number_size(a) >= PACK_A_BYTES
         packed_a = np.empty((block_rows if pack_a else 0, k_block + 16), dtype=c.dtype)
         for i in range(batch_lo, batch_hi):
-            for sub_lo in range(block_lo, block_hi, tiles_per_pass):  # MC x KC numbers of a at a time
-                sub_hi = min(sub_lo + tiles_per_pass, block_hi)
-                matmul_block(a[i], b[i], c[i], bias, strip_lo, strip_hi, sub_lo, sub_hi, packed_a, packed_b, edge)
+            for g_lo in range(strip_lo, strip_hi, PANEL_STRIPS):
+                g_hi = min(g_lo + PANEL_STRIPS, strip_hi)
+                _panel(a[i], b[i], c[i], bias, g_lo, g_hi, block_lo, block_hi, tiles_per_pass, b_in_place,
+                       packed_a, edge)
+
+
+@jit(cache=CACHE)
+def _panel(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, tiles_per_pass, b_in_place, packed_a, edge):
+    """c[rows, cols] = a[rows] @ b[:, cols] (+ bias) for the strips [strip_lo, strip_hi) and the row
+    blocks [block_lo, block_hi), in BLIS's order: for each block of k, the strips' pieces of b are
+    packed once, side by side (a panel of b, in L2), and then every pass of rows (MC x KC numbers of a)
+    runs the tiles of every strip over them. (matmul_block, which attention.py uses, packs each piece
+    again for each pass of rows: for a short k, and a transposed b, that copy is a real cost.)"""
+    _never_inline()
+    n_rows, n_inner = a.shape
+    n_cols = b.shape[1]
+    n_k_blocks = (n_inner + KC - 1) // KC
+    packed_b = np.empty((strip_hi - strip_lo, KC, NR), dtype=c.dtype)
+    i_last = min(block_hi * MR, n_rows)
+    for kb in range(n_k_blocks):
+        k0 = kb * n_inner // n_k_blocks  # equal blocks rather than full ones plus a short remainder
+        k1 = (kb + 1) * n_inner // n_k_blocks
+        for s in range(strip_lo, strip_hi):
+            if not (b_in_place and n_cols - s * NR >= NR):
+                _pack_strip(b, k0, k1, s * NR, packed_b[s - strip_lo])
+        for sub_lo in range(block_lo, block_hi, tiles_per_pass):
+            sub_hi = min(sub_lo + tiles_per_pass, block_hi)
+            i_lo, i_hi = sub_lo * MR, min(sub_hi * MR, i_last)
+            if packed_a.shape[0] >= i_hi - i_lo:  # copy the block of a that every strip below reads
+                _pack_rows(a, i_lo, i_hi, k0, k1, packed_a)
+                a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, np.intp(0), k1 - k0, i_hi - 1 - i_lo
+            else:
+                a_src, a_row0, ak0, ak1, a_last = a, np.intp(0), k0, k1, n_rows - 1
+            for s in range(strip_lo, strip_hi):
+                j0 = s * NR
+                width = min(NR, n_cols - j0)
+                if b_in_place and width == NR:
+                    b_src, bk0, bj0 = b, k0, j0
+                else:
+                    b_src, bk0, bj0 = packed_b[s - strip_lo], 0, 0
+                _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width, sub_lo, sub_hi,
+                             kb > 0, bias, edge)
 
 
 # --------------------------------------------------------------------------------------------
