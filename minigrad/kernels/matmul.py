@@ -30,6 +30,9 @@ operands come from the nearest caches:
   with zeros on the right, so that the tile reads it at unit stride whatever the layout of ``b``
   (transposed views, slices, broadcasts) and without the cache conflicts of long rows. Small
   row-major pieces are read in place instead: for them the copy would cost more than it saves.
+  The loops run in BLIS's order (``_panel``): for each block of k, every strip a task computes is
+  packed once, side by side, and then each pass of rows of ``a`` runs over all of them, so a
+  piece of ``b`` is copied once per call however many rows ``a`` has.
 - ``a`` is read in place through its strides: the tile needs one number per row and step, which
   it broadcasts, so the layout of ``a`` hardly matters. Only blocks of a large ``a`` are copied,
   so that they stay in L2 (``_pack_rows``).
