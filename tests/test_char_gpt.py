@@ -176,7 +176,8 @@ def test_compile_trains_to_the_same_weights(tmp_path, capsys):
     """--compile replays the step (minigrad.compile): the same run, bit for bit, and its log says nothing new."""
     results = [run(tmp_path / name, "--max-iters", "6", "--eval-interval", "3", "--seed", "5", *flags)
                for name, flags in (("eager", ()), ("compiled", ("--compile",)))]
-    assert [(r["train"], r["val"], r["best_step"]) for r in results] == [(results[0]["train"], results[0]["val"], 6)] * 2
+    (eager_losses, compiled_losses) = [(r["train"], r["val"], r["best_step"]) for r in results]
+    assert compiled_losses == eager_losses
     eager, compiled = (minigrad.load(tmp_path / name / "ckpt.npz")["model"] for name in ("eager", "compiled"))
     assert eager.keys() == compiled.keys()
     assert all(np.array_equal(eager[k], compiled[k]) for k in eager)
