@@ -73,7 +73,7 @@ class CompiledStep:
     MAX_TAPES = 8  # signatures to keep tapes for; past this, new signatures run eagerly
 
     def __init__(self, fn, name=None):
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())  # (its name and docstring; not a module's attributes)
         self.fn, self.name = fn, name or getattr(fn, "__qualname__", "step")
         self._lock = threading.Lock()
         self.reset()

@@ -227,3 +227,14 @@ def test_a_number_that_changes_at_every_call_is_named_once():
         values = [step(x, 0.5 + i).numpy()[1] for i in range(100)]
     assert len(caught) == 1 and values == [2.0 * (0.5 + i) for i in range(100)]
     assert step.stats["replayed"] == 0 and len(step._seen) <= 4 * step.MAX_TAPES
+
+
+def test_a_module_compiled_for_inference_under_no_grad():
+    model, _ = _gpt()
+    model.eval()
+    forward = mg.compile(model)
+    for x, _ in _batches(4):
+        with mg.no_grad():
+            logits, _ = forward(x)
+            np.testing.assert_array_equal(logits.numpy(), model(x)[0].numpy())
+    assert forward.stats == {"eager": 1, "recorded": 1, "replayed": 2}
