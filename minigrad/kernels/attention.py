@@ -129,12 +129,12 @@ def _product(a, b, c, ends, scratch):
 
 
 @jit(cache=CACHE)
-def _scratch(dtype_of):
-    """Buffers for matmul_block: a not packed (0 rows), one packed strip of b, one edge tile; and
-    an empty bias."""
+def _scratch(dtype_of, n_cols):
+    """Buffers for matmul_block, for products of at most n_cols columns: a not packed (0 rows), the
+    packed strips of b, one edge tile; and an empty bias."""
     dtype = dtype_of.dtype
-    return (np.empty((0, 1), dtype=dtype), np.empty((KC, NR), dtype=dtype), np.empty((MR, NR), dtype=dtype),
-            _read_only(np.empty(0, dtype=dtype), False))
+    return (np.empty((0, 1), dtype=dtype), np.empty(((n_cols + NR - 1) // NR, KC, NR), dtype=dtype),
+            np.empty((MR, NR), dtype=dtype), _read_only(np.empty(0, dtype=dtype), False))
 
 
 @jit(cache=CACHE)
@@ -194,7 +194,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
     """out and weights of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_v = q.shape[1], q.shape[2], k.shape[2], v.shape[3]
     dtype = q.dtype
-    scratch = _scratch(q)
+    scratch = _scratch(q, max(k.shape[2], q.shape[3], v.shape[3]))  # (the widest product's columns)
     out_rows = np.empty((n_queries, d_v), dtype=dtype)
     k_t = np.empty((q.shape[3], n_keys), dtype=dtype)
     ends = np.empty(n_queries, dtype=np.intp)
@@ -235,7 +235,7 @@ def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
     """dq, dk and dv of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_k, d_v = q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]
     dtype = q.dtype
-    scratch = _scratch(q)
+    scratch = _scratch(q, max(k.shape[2], q.shape[3], v.shape[3]))  # (the widest product's columns)
     ds = np.empty((n_queries, n_keys), dtype=dtype)
     dq_rows = np.empty((n_queries, d_k), dtype=dtype)
     dk_rows = np.empty((n_keys, d_k), dtype=dtype)

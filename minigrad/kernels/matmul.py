@@ -25,12 +25,12 @@ operands come from the nearest caches:
 - ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of NR columns. A
   ``KC x NR`` piece of a strip stays in the L1 cache while the tiles run down the rows of ``a``
   (``matmul_block``), as many rows per pass as fit ``MC x KC`` numbers (128 KB), which stay in L2:
-  ``MC`` rows at full blocks of k, more when k is short (``_run_tasks``).
+  ``MC`` rows at full blocks of k, more when k is short (``_rows_per_pass``).
 - ``b`` is *packed*: each piece of a strip is copied into a contiguous ``(KC, NR)`` buffer, padded
   with zeros on the right, so that the tile reads it at unit stride whatever the layout of ``b``
   (transposed views, slices, broadcasts) and without the cache conflicts of long rows. Small
   row-major pieces are read in place instead: for them the copy would cost more than it saves.
-  The loops run in BLIS's order (``_panel``): for each block of k, every strip a task computes is
+  The loops run in BLIS's order (``matmul_block``): for each block of k, every strip a task computes is
   packed once, side by side, and then each pass of rows of ``a`` runs over all of them, so a
   piece of ``b`` is copied once per call however many rows ``a`` has.
 - ``a`` is read in place through its strides: the tile needs one number per row and step, which
@@ -486,49 +486,56 @@ def _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width,
 
 
 @jit(cache=CACHE)
-def _b_in_place(b, k_block):
-    """Can the tiles read b where it is? Its rows must be contiguous, and a piece of a strip (k_block
-    rows) small enough to stay in L1 unpacked."""
-    return b.strides[1] == _number_size(b) and k_block * abs(b.strides[0]) <= DIRECT_B_BYTES
+def _rows_per_pass(k_block):
+    """Row blocks of a (MR rows each) that one pass over the strips reads: MC x KC numbers (128 KB,
+    which stay in L2), so MC rows at full blocks of k and more when k is short."""
+    return max(MC // MR, MC * KC // (k_block * MR))
 
 
 @jit(cache=CACHE)
 def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
     """c[rows, cols] = a[rows] @ b[:, cols] (+ bias[cols]) for the column strips [strip_lo, strip_hi)
-    (NR columns each) and the row blocks [block_lo, block_hi) (MR rows each), packing each piece of
-    a strip just before its tiles use it. (attention.py's products; ``_run_tasks`` orders the same
-    work so that each piece of b is packed once per call.)
+    (NR columns each) and the row blocks [block_lo, block_hi) (MR rows each), in BLIS's order:
+    for each block of k, the strips' pieces of b are packed once, side by side (a panel of b), and
+    then every pass of rows (``_rows_per_pass``) runs the tiles of every strip over them.
 
     a: (M, K) strided, b: (K, N) strided, c: (M, N) C-contiguous; bias: empty (no bias) or (N,)
     padded with zeros to a whole number of strips.
-    Scratch buffers: packed_a (rows, longest k block + padding) to copy the rows of a into, or
-    (0, ...) to read a in place; packed_b (KC, NR); edge (MR, NR).
+    Scratch buffers: packed_a (rows of one pass, longest k block + padding) to copy the rows of a
+    into, or (0, ...) to read a in place; packed_b (>= strip_hi - strip_lo, KC, NR); edge (MR, NR).
     """
     _never_inline()
     n_rows, n_inner = a.shape
     n_cols = b.shape[1]
     n_k_blocks = (n_inner + KC - 1) // KC
-    b_in_place = _b_in_place(b, (n_inner + n_k_blocks - 1) // n_k_blocks)
-    i_lo, i_hi = block_lo * MR, min(block_hi * MR, n_rows)
-    pack_a = packed_a.shape[0] >= i_hi - i_lo  # the caller decides: see _run_tasks
+    k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k
+    # b in place: needs contiguous rows, and a piece of a strip small enough to stay in L1 unpacked
+    b_in_place = b.strides[1] == _number_size(b) and k_block * abs(b.strides[0]) <= DIRECT_B_BYTES
+    rows_per_pass = _rows_per_pass(k_block)
+    i_end = min(block_hi * MR, n_rows)
     for kb in range(n_k_blocks):
         k0 = kb * n_inner // n_k_blocks  # equal blocks rather than full ones plus a short remainder
         k1 = (kb + 1) * n_inner // n_k_blocks
-        if pack_a:  # copy the block of a that every strip below reads
-            _pack_rows(a, i_lo, i_hi, k0, k1, packed_a)
-            a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, np.intp(0), k1 - k0, i_hi - 1 - i_lo
-        else:
-            a_src, a_row0, ak0, ak1, a_last = a, np.intp(0), k0, k1, n_rows - 1
         for s in range(strip_lo, strip_hi):
-            j0 = s * NR
-            width = min(NR, n_cols - j0)
-            if b_in_place and width == NR:
-                b_src, bk0, bj0 = b, k0, j0
-            else:  # pack this piece of the strip just before use: it is still in L1 for the tiles
-                _pack_strip(b, k0, k1, j0, packed_b)
-                b_src, bk0, bj0 = packed_b, 0, 0
-            _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width, block_lo, block_hi,
-                         kb > 0, bias, edge)
+            if not (b_in_place and n_cols - s * NR >= NR):
+                _pack_strip(b, k0, k1, s * NR, packed_b[s - strip_lo])
+        for pass_lo in range(block_lo, block_hi, rows_per_pass):
+            pass_hi = min(pass_lo + rows_per_pass, block_hi)
+            i_lo, i_hi = pass_lo * MR, min(pass_hi * MR, i_end)
+            if packed_a.shape[0] >= i_hi - i_lo:  # copy the block of a that every strip below reads
+                _pack_rows(a, i_lo, i_hi, k0, k1, packed_a)
+                a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, np.intp(0), k1 - k0, i_hi - 1 - i_lo
+            else:
+                a_src, a_row0, ak0, ak1, a_last = a, np.intp(0), k0, k1, n_rows - 1
+            for s in range(strip_lo, strip_hi):
+                j0 = s * NR
+                width = min(NR, n_cols - j0)
+                if b_in_place and width == NR:
+                    b_src, bk0, bj0 = b, k0, j0
+                else:
+                    b_src, bk0, bj0 = packed_b[s - strip_lo], 0, 0
+                _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width, pass_lo, pass_hi,
+                             kb > 0, bias, edge)
 
 
 @jit(cache=CACHE)
@@ -559,64 +566,26 @@ def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first,
     n_rows, n_inner, n_cols = a.shape[1], a.shape[2], b.shape[2]
     n_k_blocks = (n_inner + KC - 1) // KC
     k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k
-    tiles_per_pass = max(MC // MR, MC * KC // (k_block * MR))  # rows of a per pass over the strips, in tiles
-    b_in_place = _b_in_place(b[0], k_block)
+    rows_per_pass = _rows_per_pass(k_block)
+    n_strips = (n_cols + NR - 1) // NR
+    packed_b = np.empty((min(n_strips, PANEL_STRIPS), KC, NR), dtype=c.dtype)  # scratch buffers, once per call
     edge = np.empty((MR, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
     for task in range(first, stop):
         batch_chunk, rest = divmod(task, n_col_chunks * n_row_chunks)
         col_chunk, row_chunk = divmod(rest, n_row_chunks)
         batch_lo, batch_hi = _chunk(c.shape[0], n_batch_chunks, batch_chunk)
-        strip_lo, strip_hi = _chunk((n_cols + NR - 1) // NR, n_col_chunks, col_chunk)
-        block_lo, block_hi = _chunk((c.shape[1] + MR - 1) // MR, n_row_chunks, row_chunk)
+        strip_lo, strip_hi = _chunk(n_strips, n_col_chunks, col_chunk)
+        block_lo, block_hi = _chunk((n_rows + MR - 1) // MR, n_row_chunks, row_chunk)
         # Blocks of a are copied into packed_a when a is large: a contiguous block stays in L2 while
         # the strips read it, where rows of a far apart might not (rows 4 KB apart, for example, all
         # compete for the same few cache sets). Its rows are padded by 16 numbers for the same reason.
-        block_rows = min(min(block_hi - block_lo, tiles_per_pass) * MR, n_rows - block_lo * MR)
+        block_rows = min(min(block_hi - block_lo, rows_per_pass) * MR, n_rows - block_lo * MR)
         pack_a = strip_hi - strip_lo >= PACK_A_STRIPS and block_rows * k_block * _number_size(a) >= PACK_A_BYTES
         packed_a = np.empty((block_rows if pack_a else 0, k_block + 16), dtype=c.dtype)
         for i in range(batch_lo, batch_hi):
-            for g_lo in range(strip_lo, strip_hi, PANEL_STRIPS):
-                g_hi = min(g_lo + PANEL_STRIPS, strip_hi)
-                _panel(a[i], b[i], c[i], bias, g_lo, g_hi, block_lo, block_hi, tiles_per_pass, b_in_place,
-                       packed_a, edge)
-
-
-@jit(cache=CACHE)
-def _panel(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, tiles_per_pass, b_in_place, packed_a, edge):
-    """c[rows, cols] = a[rows] @ b[:, cols] (+ bias) for the strips [strip_lo, strip_hi) and the row
-    blocks [block_lo, block_hi), in BLIS's order: for each block of k, the strips' pieces of b are
-    packed once, side by side (a panel of b, in L2), and then every pass of rows (MC x KC numbers of a)
-    runs the tiles of every strip over them. (matmul_block, which attention.py uses, packs each piece
-    again for each pass of rows: for a short k, and a transposed b, that copy is a real cost.)"""
-    _never_inline()
-    n_rows, n_inner = a.shape
-    n_cols = b.shape[1]
-    n_k_blocks = (n_inner + KC - 1) // KC
-    packed_b = np.empty((strip_hi - strip_lo, KC, NR), dtype=c.dtype)
-    i_last = min(block_hi * MR, n_rows)
-    for kb in range(n_k_blocks):
-        k0 = kb * n_inner // n_k_blocks  # equal blocks rather than full ones plus a short remainder
-        k1 = (kb + 1) * n_inner // n_k_blocks
-        for s in range(strip_lo, strip_hi):
-            if not (b_in_place and n_cols - s * NR >= NR):
-                _pack_strip(b, k0, k1, s * NR, packed_b[s - strip_lo])
-        for sub_lo in range(block_lo, block_hi, tiles_per_pass):
-            sub_hi = min(sub_lo + tiles_per_pass, block_hi)
-            i_lo, i_hi = sub_lo * MR, min(sub_hi * MR, i_last)
-            if packed_a.shape[0] >= i_hi - i_lo:  # copy the block of a that every strip below reads
-                _pack_rows(a, i_lo, i_hi, k0, k1, packed_a)
-                a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, np.intp(0), k1 - k0, i_hi - 1 - i_lo
-            else:
-                a_src, a_row0, ak0, ak1, a_last = a, np.intp(0), k0, k1, n_rows - 1
-            for s in range(strip_lo, strip_hi):
-                j0 = s * NR
-                width = min(NR, n_cols - j0)
-                if b_in_place and width == NR:
-                    b_src, bk0, bj0 = b, k0, j0
-                else:
-                    b_src, bk0, bj0 = packed_b[s - strip_lo], 0, 0
-                _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width, sub_lo, sub_hi,
-                             kb > 0, bias, edge)
+            for panel_lo in range(strip_lo, strip_hi, PANEL_STRIPS):  # at most KC x 4096 numbers of b packed
+                panel_hi = min(panel_lo + PANEL_STRIPS, strip_hi)
+                matmul_block(a[i], b[i], c[i], bias, panel_lo, panel_hi, block_lo, block_hi, packed_a, packed_b, edge)
 
 
 # --------------------------------------------------------------------------------------------
