@@ -464,28 +464,6 @@ def _copy_block(src, si, sj, dst, di, dj, height, width):
 
 
 @jit(cache=CACHE)
-def _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width, block_lo, block_hi, accumulate,
-                 bias, edge):
-    """The tiles of one strip of c (columns j0 to j0 + width, row blocks [block_lo, block_hi)) for one
-    block of k, while that piece of b stays in L1: first all the tiles that fit in c, in one call,
-    then any that stick out of c, one by one in `edge`. a_src rows from a_row0, its k range
-    [ak0, ak1); b_src its (k, column) origin (bk0, bj0)."""
-    n_rows = c.shape[0]
-    zero, one = np.intp(0), np.intp(1)  # (a plain 0 or 1 would make numba compile the kernel again)
-    full_hi = min(block_hi, n_rows // MR) if width == NR else block_lo
-    if full_hi > block_lo:
-        i0, n_tiles = block_lo * MR, full_hi - block_lo
-        _tile_kernel(a_src, i0 - a_row0, n_tiles, a_last, ak0, ak1, b_src, bk0, bj0, c, i0, j0, accumulate, bias, j0)
-    for rb in range(max(full_hi, block_lo), block_hi):
-        i0 = rb * MR
-        height = min(MR, n_rows - i0)
-        if accumulate:
-            _copy_block(c, i0, j0, edge, 0, 0, height, width)
-        _tile_kernel(a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero, accumulate, bias, j0)
-        _copy_block(edge, 0, 0, c, i0, j0, height, width)
-
-
-@jit(cache=CACHE)
 def _rows_per_pass(k_block):
     """Row blocks of a (MR rows each) that one pass over the strips reads: MC x KC numbers (128 KB,
     which stay in L2), so MC rows at full blocks of k and more when k is short."""
@@ -513,9 +491,11 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
     b_in_place = b.strides[1] == _number_size(b) and k_block * abs(b.strides[0]) <= DIRECT_B_BYTES
     rows_per_pass = _rows_per_pass(k_block)
     i_end = min(block_hi * MR, n_rows)
+    zero, one = np.intp(0), np.intp(1)  # (a plain 0 or 1 as argument would make numba compile again)
     for kb in range(n_k_blocks):
         k0 = kb * n_inner // n_k_blocks  # equal blocks rather than full ones plus a short remainder
         k1 = (kb + 1) * n_inner // n_k_blocks
+        accumulate = kb > 0
         for s in range(strip_lo, strip_hi):
             if not (b_in_place and n_cols - s * NR >= NR):
                 _pack_strip(b, k0, k1, s * NR, packed_b[s - strip_lo])
@@ -524,9 +504,9 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
             i_lo, i_hi = pass_lo * MR, min(pass_hi * MR, i_end)
             if packed_a.shape[0] >= i_hi - i_lo:  # copy the block of a that every strip below reads
                 _pack_rows(a, i_lo, i_hi, k0, k1, packed_a)
-                a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, np.intp(0), k1 - k0, i_hi - 1 - i_lo
+                a_src, a_row0, ak0, ak1, a_last = packed_a, i_lo, zero, k1 - k0, i_hi - 1 - i_lo
             else:
-                a_src, a_row0, ak0, ak1, a_last = a, np.intp(0), k0, k1, n_rows - 1
+                a_src, a_row0, ak0, ak1, a_last = a, zero, k0, k1, n_rows - 1
             for s in range(strip_lo, strip_hi):
                 j0 = s * NR
                 width = min(NR, n_cols - j0)
@@ -534,8 +514,21 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
                     b_src, bk0, bj0 = b, k0, j0
                 else:
                     b_src, bk0, bj0 = packed_b[s - strip_lo], 0, 0
-                _strip_tiles(a_src, a_row0, a_last, ak0, ak1, b_src, bk0, bj0, c, j0, width, pass_lo, pass_hi,
-                             kb > 0, bias, edge)
+                # the piece of b stays in L1 while the tiles run down the pass's rows: first all the
+                # tiles that fit in c, in one call, then any that stick out of c, one by one in `edge`
+                full_hi = min(pass_hi, n_rows // MR) if width == NR else pass_lo
+                if full_hi > pass_lo:
+                    i0 = pass_lo * MR
+                    _tile_kernel(a_src, i0 - a_row0, full_hi - pass_lo, a_last, ak0, ak1, b_src, bk0, bj0, c, i0, j0,
+                                 accumulate, bias, j0)
+                for rb in range(max(full_hi, pass_lo), pass_hi):
+                    i0 = rb * MR
+                    height = min(MR, n_rows - i0)
+                    if accumulate:
+                        _copy_block(c, i0, j0, edge, 0, 0, height, width)
+                    _tile_kernel(a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero,
+                                 accumulate, bias, j0)
+                    _copy_block(edge, 0, 0, c, i0, j0, height, width)
 
 
 @jit(cache=CACHE)
