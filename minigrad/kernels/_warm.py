@@ -157,6 +157,7 @@ class _Ahead:
 
     def __init__(self, files):
         self.pending = {POOL_FIRST, *files, POOL_LAST}
+        self.waited = 0.0  # seconds this process spent waiting for it (wait_for)
         self.ready = threading.Condition()
         env = dict(os.environ, MINIGRAD_COMPILE_AHEAD="0", MINIGRAD_QUIET_COMPILE="1")
         self.process = subprocess.Popen(
@@ -176,8 +177,10 @@ class _Ahead:
             self.ready.notify_all()
 
     def wait_for(self, file):
+        started = time.monotonic()
         with self.ready:
             self.ready.wait_for(lambda: file not in self.pending, timeout=WAIT_SECONDS)
+            self.waited += time.monotonic() - started
 
 
 _ahead = None
