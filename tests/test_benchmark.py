@@ -125,6 +125,8 @@ def test_startup_json(capsys):
     assert 0 < startup["warm_s"] < startup["cold_s"]
     assert list(startup["cold"])[-2:] == ["+ first training step", "process wall"]
     assert len(startup["ahead_tail_s"]) == 1 and startup["ahead_tail_s"][0] >= 0  # (waited for before the warm run)
+    # the warm process compiles nothing: less CPU than the cold one, which may have waited for the other process
+    assert 0 < startup["warm_cpu_s"] < startup["cold_cpu_s"] and 0 <= startup["cold_waited_s"] < startup["cold_s"]
     assert set(startup["kernels"]["warm"]) >= {"import minigrad", "+ float32 matmul", "+ softmax fwd/bwd"}
 
 

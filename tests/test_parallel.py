@@ -378,6 +378,24 @@ def test_the_compile_ahead_process_can_put_every_kernel_on_the_pool(threads):
     assert not _rows.use_threads(x)
 
 
+def test_the_compile_ahead_warm_up_reaches_the_pool_kernels_of_a_training_step(threads):
+    """The warm-up of the second process (_warm.py) launches on the pool, and so compiles the
+    entries of, the kernels that a training step runs there in blocks of rows: matmul's tasks,
+    layer_norm's backward and sum_rows. Inputs of a few rows would not (numpy takes small products
+    and short sums, and one block of rows runs on the calling thread): the next process would compile
+    those entries itself, in its first step."""
+    from minigrad.kernels import _warm, layernorm, matmul, reduce
+
+    threads(1)
+    _warm.warm_pool()
+    with _warm.every_launch_on_the_pool():
+        for file in ("matmul", "layernorm", "reduce"):
+            _warm.warm_up(file)
+    for kernel in (matmul._run_tasks.for_dtype(np.dtype(np.float32)), layernorm._layer_norm_backward_blocks,
+                   reduce._sum_row_blocks):
+        assert _entry_address(kernel), kernel
+
+
 def test_while_another_process_compiles_the_pool_kernels_run_here_without_it(threads, monkeypatch):
     from minigrad.kernels import _warm
 

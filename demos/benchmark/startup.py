@@ -12,6 +12,9 @@ On an empty cache minigrad starts a second process that compiles some kernels an
 pool's entries (kernels/_warm.py); it finishes its work even if the first process has exited.
 The warm run starts once that process has exited, so that it finds the cache the first run
 leaves behind, complete; how long it went on after the cold process ended is reported too.
+So are the CPU seconds of each process to the end of its step, and how long the cold one waited for
+the compile-ahead process: on a machine shared with other programs these move far less than the
+wall times (a waiting process uses no CPU, so a longer wait shows there, not in the CPU time).
 
 Smaller marks, for information: the same two kinds of process (one cold, one warm, in another new
 cache) that only import minigrad and run a first float32 matmul and a softmax forward + backward.
@@ -57,8 +60,9 @@ else:
     marks["+ softmax fwd/bwd"] = time.time() - launch
 from minigrad.kernels import _warm
 ahead = _warm._ahead  # the compile-ahead process, if this run started one
-print(json.dumps({"marks": marks, "backend": minigrad.get_backend(),
-                  "ahead_pid": None if ahead is None else ahead.process.pid}))
+print(json.dumps({"marks": marks, "backend": minigrad.get_backend(), "cpu_s": time.process_time(),
+                  "ahead_pid": None if ahead is None else ahead.process.pid,
+                  "waited_s": 0.0 if ahead is None else ahead.waited}))
 """
 HEADLINE = "+ first training step"
 
@@ -116,6 +120,8 @@ def bench_startup(args):
             "config": "nanoGPT-cpu", "cold": _medians(cold), "warm": _medians(warm),
             "cold_runs_s": [r["marks"][HEADLINE] for r in cold], "warm_runs_s": [r["marks"][HEADLINE] for r in warm],
             "ahead_tail_s": [r["ahead_tail_s"] for r in cold],
+            "cold_cpu_s": median([r["cpu_s"] for r in cold]), "warm_cpu_s": median([r["cpu_s"] for r in warm]),
+            "cold_waited_s": median([r["waited_s"] for r in cold]),
         })
         result["cold_s"], result["warm_s"] = median(result["cold_runs_s"]), median(result["warm_runs_s"])
     log("  start-up, kernels only: cold cache, then warm (subprocesses)")
@@ -135,7 +141,10 @@ def format_startup(result):
             f"start-up, {result['config']} config, fresh process (backend {result['backend']}): cold "
             f"{result['cold_s']:.1f} s, warm {result['warm_s']:.1f} s (medians of {result['runs']}; each run "
             f"cold/warm: {runs}; the compile-ahead process went on "
-            f"{median(result['ahead_tail_s']):.1f} s after the cold process, filling the cache)"))
+            f"{median(result['ahead_tail_s']):.1f} s after the cold process, filling the cache). CPU time of the "
+            f"process (all its threads) to the end of the step: cold {result['cold_cpu_s']:.2f} s, warm "
+            f"{result['warm_cpu_s']:.2f} s; the cold one waited {result['cold_waited_s']:.2f} s for the "
+            f"compile-ahead process. On a busy machine the CPU times move less than the wall times"))
     kernels = result["kernels"]
     table = [[mark, fmt(kernels["cold"][mark]), fmt(kernels["warm"].get(mark))] for mark in kernels["cold"]]
     out.append(format_table(["python -> first kernels (s)", "cold cache", "warm cache"], table,
