@@ -426,10 +426,12 @@ def _pack_strip(b, k0, k1, j0, strip):
             for j in range(width):
                 strip[q, j] = b[row, np.uintp(j0 + j)]
     elif b.strides[0] == _number_size(b):  # columns of b are contiguous: a transposed view
-        for j in range(width):
-            col = np.uintp(j0 + j)
-            for q in range(n_steps):
-                strip[q, j] = b[np.uintp(k0 + q), col]
+        for q0 in range(0, n_steps, 16):  # 16 rows of the strip at a time: they stay in L1 while
+            q1 = min(q0 + 16, n_steps)  # each column of b fills its part of them
+            for j in range(width):
+                col = np.uintp(j0 + j)
+                for q in range(q0, q1):
+                    strip[q, j] = b[np.uintp(k0 + q), col]
     else:  # any other strides: the first copy, with strided loads
         for q in range(n_steps):
             row = np.uintp(k0 + q)
