@@ -117,8 +117,7 @@ def _product(a, b, c, ends, scratch):
     n_blocks, n_strips = (n_rows + MR - 1) // MR, (n_cols + NR - 1) // NR
     zero = np.intp(0)
     if ends is None:
-        matmul_block(a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge,
-                     False)
+        matmul_block(a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
         return
     for block in range(n_blocks):
         need = 0
@@ -126,8 +125,7 @@ def _product(a, b, c, ends, scratch):
             need = max(need, ends[i])
         strips = np.intp((need + NR - 1) // NR)
         if strips > 0:
-            matmul_block(a, b, c, no_bias, zero, strips, np.intp(block), np.intp(block + 1), packed_a, packed_b,
-                         edge, False)
+            matmul_block(a, b, c, no_bias, zero, strips, np.intp(block), np.intp(block + 1), packed_a, packed_b, edge)
 
 
 @jit(cache=CACHE)

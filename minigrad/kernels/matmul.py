@@ -440,15 +440,6 @@ def _pack_strip(b, k0, k1, j0, strip):
 
 
 @jit(cache=CACHE)
-def _pack_all(b, packed):
-    """packed[s] = strip s of b, whole: packed[s, q, j] = b[q, s * NR + j] (zero past the last column).
-    b: (K, N) strided; packed: (strips, K, NR) contiguous. Done once, by the caller, when several tasks
-    would each pack the same strips (tasks that split the rows of one product)."""
-    for s in range(packed.shape[0]):
-        _pack_strip(b, 0, b.shape[0], s * NR, packed[s])
-
-
-@jit(cache=CACHE)
 def _pack_rows(a, i_lo, i_hi, k0, k1, packed):
     """packed[i - i_lo, q] = a[i, k0 + q] for the rows [i_lo, i_hi): a contiguous copy of a block.
 
@@ -482,7 +473,7 @@ def _rows_per_pass(k_block):
 
 
 @jit(cache=CACHE)
-def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge, b_packed):
+def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
     """c[rows, cols] = a[rows] @ b[:, cols] (+ bias[cols]) for the column strips [strip_lo, strip_hi)
     (NR columns each) and the row blocks [block_lo, block_hi) (MR rows each), in BLIS's order:
     for each block of k, the strips' pieces of b are packed once, side by side (a panel of b), and
@@ -492,8 +483,6 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
     padded with zeros to a whole number of strips.
     Scratch buffers: packed_a (rows of one pass, longest k block + padding) to copy the rows of a
     into, or (0, ...) to read a in place; packed_b (>= strip_hi - strip_lo, KC, NR); edge (MR, NR).
-    b_packed: packed_b already holds every strip of b, whole (n_strips, K, NR) (``_pack_all``), as
-    the tasks that share one b read it when several of them would each pack the same strips.
     """
     _never_inline()
     n_rows, n_inner = a.shape
@@ -501,7 +490,7 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
     n_k_blocks = (n_inner + KC - 1) // KC
     k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k
     # b in place: needs contiguous rows, and a piece of a strip small enough to stay in L1 unpacked
-    b_in_place = b.strides[1] == _number_size(b) and k_block * abs(b.strides[0]) <= DIRECT_B_BYTES and not b_packed
+    b_in_place = b.strides[1] == _number_size(b) and k_block * abs(b.strides[0]) <= DIRECT_B_BYTES
     rows_per_pass = _rows_per_pass(k_block)
     i_end = min(block_hi * MR, n_rows)
     zero, one = np.intp(0), np.intp(1)  # (a plain 0 or 1 as argument would make numba compile again)
@@ -510,7 +499,7 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
         k1 = (kb + 1) * n_inner // n_k_blocks
         accumulate = kb > 0
         for s in range(strip_lo, strip_hi):
-            if not (b_in_place and n_cols - s * NR >= NR) and not b_packed:
+            if not (b_in_place and n_cols - s * NR >= NR):
                 _pack_strip(b, k0, k1, s * NR, packed_b[s - strip_lo])
         for pass_lo in range(block_lo, block_hi, rows_per_pass):
             pass_hi = min(pass_lo + rows_per_pass, block_hi)
@@ -525,8 +514,6 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
                 width = min(NR, n_cols - j0)
                 if b_in_place and width == NR:
                     b_src, bk0, bj0 = b, k0, j0
-                elif b_packed:
-                    b_src, bk0, bj0 = packed_b[s], k0, 0
                 else:
                     b_src, bk0, bj0 = packed_b[s - strip_lo], 0, 0
                 # the piece of b stays in L1 while the tiles run down the pass's rows: first all the
@@ -555,32 +542,28 @@ def _chunk(n_items, n_chunks, k):
 def _signature(dtype):
     """The one signature ``_run_tasks`` is compiled for, per dtype: inputs as read-only 3-D views
     with any strides ('A' layout, which C-contiguous and writable arrays convert to), output
-    C-contiguous, a read-only 1-D bias, b's strips packed by ``_pack_all`` (or empty), then five
-    integers."""
+    C-contiguous, a read-only 1-D bias, then five integers."""
     return types.void(
         types.Array(dtype, 3, "A", readonly=True),
         types.Array(dtype, 3, "A", readonly=True),
         types.Array(dtype, 3, "C"),
         types.Array(dtype, 1, "C", readonly=True),
-        types.Array(dtype, 3, "C"),
         *[types.intp] * 5,
     )
 
 
 @typed_jit(_signature, cache=CACHE)
-def _run_tasks(a, b, c, bias, packed_all, n_batch_chunks, n_col_chunks, n_row_chunks, first, stop):
+def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first, stop):
     """Tasks first <= task < stop. A task is a range of batch slices x a range of column strips x a
     range of rows; the n_batch_chunks * n_col_chunks * n_row_chunks tasks tile (B, M, N) in that
-    order. (a: (B, M, K), b: (B, K, N), c: (B, M, N), bias: empty or (N,) padded to whole strips;
-    packed_all: b's strips packed once for all the tasks (one slice of b), or empty.)"""
+    order. (a: (B, M, K), b: (B, K, N), c: (B, M, N), bias: empty or (N,) padded to whole strips.)"""
     _never_inline()
     n_rows, n_inner, n_cols = a.shape[1], a.shape[2], b.shape[2]
     n_k_blocks = (n_inner + KC - 1) // KC
     k_block = (n_inner + n_k_blocks - 1) // n_k_blocks  # the longest block of k
     rows_per_pass = _rows_per_pass(k_block)
     n_strips = (n_cols + NR - 1) // NR
-    shared = packed_all.shape[0] > 0
-    packed_b = packed_all if shared else np.empty((min(n_strips, PANEL_STRIPS), KC, NR), dtype=c.dtype)  # scratch
+    packed_b = np.empty((min(n_strips, PANEL_STRIPS), KC, NR), dtype=c.dtype)  # scratch buffers, once per call
     edge = np.empty((MR, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
     for task in range(first, stop):
         batch_chunk, rest = divmod(task, n_col_chunks * n_row_chunks)
@@ -597,8 +580,7 @@ def _run_tasks(a, b, c, bias, packed_all, n_batch_chunks, n_col_chunks, n_row_ch
         for i in range(batch_lo, batch_hi):
             for panel_lo in range(strip_lo, strip_hi, PANEL_STRIPS):  # at most KC x 4096 numbers of b packed
                 panel_hi = min(panel_lo + PANEL_STRIPS, strip_hi)
-                matmul_block(a[i], b[i], c[i], bias, panel_lo, panel_hi, block_lo, block_hi, packed_a, packed_b, edge,
-                             shared)
+                matmul_block(a[i], b[i], c[i], bias, panel_lo, panel_hi, block_lo, block_hi, packed_a, packed_b, edge)
 
 
 # --------------------------------------------------------------------------------------------
@@ -607,7 +589,6 @@ def _run_tasks(a, b, c, bias, packed_all, n_batch_chunks, n_col_chunks, n_row_ch
 
 
 _NO_BIAS = {np.float32: np.zeros(0, np.float32), np.float64: np.zeros(0, np.float64)}
-_NO_PACKING = {np.float32: np.zeros((0, 0, 0), np.float32), np.float64: np.zeros((0, 0, 0), np.float64)}
 
 
 def _as_3d(x, n_batch):
@@ -710,23 +691,11 @@ def _matmul_compiled(a, b, bias):
 
     kernel = _run_tasks.for_dtype(a.dtype)
     n_threads = get_num_threads()
-    no_packing = _NO_PACKING[a.dtype.type]
     if 2 * out.size * n_inner < SERIAL_FLOPS or n_threads == 1:  # all of it as one task, on this thread
-        kernel(a3, b3, out3, padded_bias, no_packing, 1, 1, 1, 0, 1)
+        kernel(a3, b3, out3, padded_bias, 1, 1, 1, 0, 1)
     else:
         flops = 2 * out.size * n_inner
         n_tasks = n_threads * max(1, min(TASKS_PER_THREAD, flops // (n_threads * TASK_FLOPS)))
         split = _split_work(out3.shape[0], out3.shape[1], n_cols, n_threads, n_tasks)
-        packed = no_packing
-        if out3.shape[0] == 1 and split[2] > 1 and not _read_in_place(b3, n_inner):
-            # the tasks split the rows of one product: each would pack all of b for itself
-            packed = np.empty((-(-n_cols // NR), n_inner, NR), dtype=a.dtype)
-            _pack_all(b3[0], packed)
-        parallel_for(kernel, split[0] * split[1] * split[2], a3, b3, out3, padded_bias, packed, *split)
+        parallel_for(kernel, split[0] * split[1] * split[2], a3, b3, out3, padded_bias, *split)
     return out
-
-
-def _read_in_place(b, n_inner):
-    """Does matmul_block read b's full strips where they are (no packing)? As its test there."""
-    k_block = -(-n_inner // -(-n_inner // KC))
-    return b.strides[2] == b.itemsize and k_block * abs(b.strides[1]) <= DIRECT_B_BYTES
