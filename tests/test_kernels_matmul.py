@@ -194,6 +194,32 @@ def test_wide_b_is_packed_in_several_panels(transpose_b):
     np.testing.assert_array_less(np.abs(got - expected), 1e-5 * magnitude)  # (as assert_matches_reference)
 
 
+@pytest.mark.parametrize("n_threads", [2, 3])
+@pytest.mark.parametrize("layout", ["transposed", "row-major", "strided"])
+def test_tasks_that_cut_the_rows_and_pack_b_are_one_per_thread(n_threads, layout, monkeypatch):
+    """Tasks that cut the rows of one product each pack all of b they read: then there is one task
+    per thread, not several. With a bias, k in two blocks, a ragged last strip."""
+    import minigrad
+
+    rng = np.random.default_rng(n_threads)
+    m, k, n = 37 * MR + 5, KC + 40, 5 * NR + 3
+    base = random(rng, (n, k), np.float32) if layout == "transposed" else random(rng, (k, 2 * n), np.float32)
+    b = {"transposed": base.T, "row-major": np.ascontiguousarray(base[:, :n]), "strided": base[:, ::2]}[layout]
+    a, bias = random(rng, (m, k), np.float32), random(rng, (n,), np.float32)
+    launches, parallel_for = [], matmul_module.parallel_for
+    monkeypatch.setattr(matmul_module, "parallel_for", lambda kernel, n_tasks, *args: launches.append(
+        (n_tasks, args[-3:])) or parallel_for(kernel, n_tasks, *args))
+    before = minigrad.get_num_threads()
+    try:
+        minigrad.set_num_threads(n_threads)
+        got = matmul_compiled(a, b, bias)
+    finally:
+        minigrad.set_num_threads(before)
+    assert launches == [(n_threads, (1, 1, n_threads))]  # rows cut into one task per thread
+    magnitude = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64) + np.abs(bias)
+    np.testing.assert_array_less(np.abs(got - matmul_numpy(a, b, bias)), 1e-5 * magnitude)  # (as above)
+
+
 def test_bias_of_the_wrong_shape_is_refused():
     a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
     with pytest.raises(ValueError, match="bias"):

@@ -412,8 +412,9 @@ def _pack_strip(b, k0, k1, j0, strip):
     """strip[q, j] = b[k0 + q, j0 + j] for q < k1 - k0 and j < NR, zero past the last column.
 
     b: (K, N) strided. strip: (KC, NR) contiguous scratch.
-    Each branch runs the same copy, compiled for the strides that branch guarantees, in the
-    order that reads b sequentially.
+    Both branches run the same copy, row by row of the strip (which stays in L1); the first is
+    compiled knowing that b's rows are contiguous. (For a transposed b, reading down its columns
+    instead would write the strip column by column, one cache line per number.)
     """
     n_steps = k1 - k0
     width = min(NR, b.shape[1] - j0)
@@ -425,14 +426,7 @@ def _pack_strip(b, k0, k1, j0, strip):
             row = np.uintp(k0 + q)
             for j in range(width):
                 strip[q, j] = b[row, np.uintp(j0 + j)]
-    elif b.strides[0] == _number_size(b):  # columns of b are contiguous: a transposed view
-        for q0 in range(0, n_steps, 16):  # 16 rows of the strip at a time: they stay in L1 while
-            q1 = min(q0 + 16, n_steps)  # each column of b fills its part of them
-            for j in range(width):
-                col = np.uintp(j0 + j)
-                for q in range(q0, q1):
-                    strip[q, j] = b[np.uintp(k0 + q), col]
-    else:  # any other strides: the first copy, with strided loads
+    else:  # any other strides (a transposed view too): the same copy, with strided loads
         for q in range(n_steps):
             row = np.uintp(k0 + q)
             for j in range(width):
@@ -605,6 +599,12 @@ def _as_3d(x, n_batch):
     return x.reshape(n_batch, *x.shape[-2:])  # numpy makes a view when the axes merge like this
 
 
+def _read_in_place(b, n_inner):
+    """Does matmul_block read the full strips of b (B, K, N) where they are (no packing)? Its own test."""
+    k_block = -(-n_inner // -(-n_inner // KC))
+    return b.strides[2] == b.itemsize and k_block * abs(b.strides[1]) <= DIRECT_B_BYTES
+
+
 def _split_work(n_batch, n_rows, n_cols, n_threads, n_tasks):
     """How many parts to cut (batch, rows, cols) into, about n_tasks (a multiple of n_threads) of
     equal work: (n_batch_chunks, n_col_chunks, n_row_chunks)."""
@@ -697,5 +697,8 @@ def _matmul_compiled(a, b, bias):
         flops = 2 * out.size * n_inner
         n_tasks = n_threads * max(1, min(TASKS_PER_THREAD, flops // (n_threads * TASK_FLOPS)))
         split = _split_work(out3.shape[0], out3.shape[1], n_cols, n_threads, n_tasks)
+        if split[2] > n_threads and not _read_in_place(b3, n_inner):
+            # tasks that cut the rows of one product each pack all of b for themselves: one per thread
+            split = (split[0], 1, n_threads)
         parallel_for(kernel, split[0] * split[1] * split[2], a3, b3, out3, padded_bias, *split)
     return out
