@@ -32,12 +32,14 @@ operands come from the nearest caches:
   row-major pieces are read in place instead: for them the copy would cost more than it saves.
   The loops run in BLIS's order (``matmul_block``): for each block of k, every strip a task computes is
   packed once, side by side, and then each pass of rows of ``a`` runs over all of them, so a
-  piece of ``b`` is copied once per call however many rows ``a`` has.
+  piece of ``b`` is copied once per task however many rows ``a`` has.
 - ``a`` is read in place through its strides: the tile needs one number per row and step, which
   it broadcasts, so the layout of ``a`` hardly matters. Only blocks of a large ``a`` are copied,
   so that they stay in L2 (``_pack_rows``).
 - The work is split into independent *tasks* (a range of batch slices, of column strips, of
-  rows) that minigrad's threads share out (``_run_tasks``, ``_parallel.parallel_for``).
+  rows) that minigrad's threads share out (``_run_tasks``, ``_parallel.parallel_for``). Tasks
+  that cut the rows of one product each pack all of ``b`` they read, so those are one per thread
+  (``_matmul_compiled``).
 - Small 2-D products (at most ``BLAS_BELOW`` multiply-adds) skip all of this: there the call into
   compiled code costs more than the arithmetic, and ``matmul_numba`` hands them to numpy.
 
