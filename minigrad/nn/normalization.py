@@ -87,6 +87,19 @@ def _instance_statistics(values):
             "var": rows.var(axis=2, ddof=1, dtype=np.float64).mean(axis=0)}
 
 
+def _channel_vectors(op, x, running_mean, running_var, weight, bias):
+    """The four per-channel vectors of batch and instance norm, each checked (None stays None)."""
+    return tuple(_check_channel_vector(op, name, v, x) for name, v in (
+        ("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)))
+
+
+def _normalize_with_running(op, mode, x, running_mean, running_var, weight, bias, eps):
+    """Batch or instance norm with the running statistics (`mode`: when the op uses them)."""
+    if running_mean is None or running_var is None:
+        raise ValueError(f"{op}: {mode} normalizes with running_mean and running_var, so both must be given")
+    return _normalize_with_stats(x, running_mean, running_var, weight, bias, eps)
+
+
 def _normalize_with_stats(x, mean, var, weight, bias, eps):
     """(x - mean) / sqrt(var + eps) * weight + bias with given per-channel statistics (eval mode):
     an affine map of x per channel, made of ordinary ops, so its gradient needs no op of its own."""
@@ -113,15 +126,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     weight and bias (C,) scale and shift each channel (None: 1 and 0)."""
     x = as_tensor(input)
     _check_input("batch_norm", x)
-    running_mean = _check_channel_vector("batch_norm", "running_mean", running_mean, x)
-    running_var = _check_channel_vector("batch_norm", "running_var", running_var, x)
-    weight = _check_channel_vector("batch_norm", "weight", weight, x)
-    bias = _check_channel_vector("batch_norm", "bias", bias, x)
+    running_mean, running_var, weight, bias = _channel_vectors("batch_norm", x, running_mean, running_var, weight,
+                                                               bias)
     if not training:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: eval mode (training=False) normalizes with running_mean and running_var, "
-                             "so both must be given")
-        return _normalize_with_stats(x, running_mean, running_var, weight, bias, eps)
+        return _normalize_with_running("batch_norm", "eval mode (training=False)", x, running_mean, running_var,
+                                       weight, bias, eps)
     _verify_batch_size("batch_norm", x.shape)
     y = BatchNorm.apply(x, *_ones_zeros(x, weight, bias), eps=eps)
     if running_mean is not None or running_var is not None:
@@ -169,15 +178,11 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     use_input_stats=False normalizes with them instead."""
     x = as_tensor(input)
     _check_input("instance_norm", x, min_ndim=3)
-    running_mean = _check_channel_vector("instance_norm", "running_mean", running_mean, x)
-    running_var = _check_channel_vector("instance_norm", "running_var", running_var, x)
-    weight = _check_channel_vector("instance_norm", "weight", weight, x)
-    bias = _check_channel_vector("instance_norm", "bias", bias, x)
+    running_mean, running_var, weight, bias = _channel_vectors("instance_norm", x, running_mean, running_var, weight,
+                                                               bias)
     if not use_input_stats:
-        if running_mean is None or running_var is None:
-            raise ValueError("instance_norm: use_input_stats=False normalizes with running_mean and running_var, "
-                             "so both must be given")
-        return _normalize_with_stats(x, running_mean, running_var, weight, bias, eps)
+        return _normalize_with_running("instance_norm", "use_input_stats=False", x, running_mean, running_var, weight,
+                                       bias, eps)
     L = math.prod(x.shape[2:])
     if L == 1:
         raise ValueError(f"instance_norm: Expected more than 1 spatial element when training, got input of shape "
