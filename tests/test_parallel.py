@@ -241,7 +241,7 @@ def test_a_sleeping_worker_is_woken_and_helps(threads, monkeypatch):
     from minigrad.kernels import _spin
 
     threads(2)
-    monkeypatch.setattr(_spin, "POLLS", 100)  # (read by a new worker: it sleeps after a few polls)
+    monkeypatch.setattr(_spin, "POLL_NS", 20_000)  # (read by a new worker: it sleeps after 20 us)
     monkeypatch.setattr(_parallel, "_pool", None)
     helped = 0
     for _ in range(40):

@@ -25,7 +25,7 @@ Why not numba's own ``prange``:
   polling, so that the kernel gets its cores back the moment it needs them (``_spin.py``).
 
 Handing out chunks happens in compiled code, without the GIL (``_spin.py``): between kernels a
-worker polls a counter for a fraction of a millisecond, and when the caller publishes a job, the
+worker polls a counter for two milliseconds, and when the caller publishes a job, the
 worker starts on a chunk within a microsecond, calling the kernel through a compiled entry
 (``_entries.py``), with no Python in between. A launch costs about three microseconds in all,
 most of it Python's (writing the arguments into a block of numbers, waking the workers). A
@@ -178,7 +178,7 @@ class _Worker:
         counters = self.pool.counters
         cpus = os.sched_getaffinity(0) if _spin.CAN_SLEEP else set()  # (this thread's: the caller's at its start)
         while True:
-            seen, action = _spin.serve(counters, self.number, seen, finished, _spin.POLLS, _spin.SHORT_POLLS,
+            seen, action = _spin.serve(counters, self.number, seen, finished, _spin.POLL_NS, _spin.SHORT_POLL_NS,
                                        _spin.SETTLE, len(cpus) > 1)
             finished = 0
             if action == _spin.PYTHON_JOB:

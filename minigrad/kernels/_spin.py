@@ -4,7 +4,7 @@ wait for each other without the GIL.
 A worker thread spends its whole life between kernels here, in compiled code that holds no GIL:
 
     serve:        poll the job counter; when a new job appears, take its chunks (run_chunks) and
-                  poll again; after a fraction of a millisecond with no job, sleep until the next
+                  poll again; after two milliseconds (POLL_NS) with no job, sleep until the next
                   job wakes it (Linux's futex; elsewhere it returns to Python to sleep)
     run_chunks:   claim the next chunk of the job (compare-and-swap on one counter), call the
                   kernel's compiled entry on it (``_entries.py``), count it done; until none is left
@@ -34,8 +34,8 @@ machine and only briefly on a contended one, and what tells them apart is measur
   LOST_CORE_NS, and more than an eighth of that time, it asks Python (LOST_CORE) whether more
   threads want to run than the machine has cores; if so, the machine counts as contended for
   CONTENDED_NS (the ``CONTENDED`` field);
-- while contended, a worker sleeps after SHORT_POLLS polls instead of POLLS, and the caller
-  waits for the others' chunks SHORT_POLLS polls before it sleeps;
+- while contended, a worker sleeps after SHORT_POLL_NS of polling instead of POLL_NS, and the
+  caller waits for the others' chunks SHORT_POLLS polls before it sleeps;
 - a worker that finds itself on the caller's own core (``_getcpu``, CALLER_CPU) asks Python to
   move it off (MOVE): there the two would only take turns, with another core free or shared.
 
@@ -85,8 +85,10 @@ from numba.core import cgutils  # noqa: E402
 from numba import types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
-POLLS = 200_000  # how often to look before sleeping: a fraction of a millisecond
-SHORT_POLLS = 20_000  # the same on a contended machine: some microseconds
+POLL_NS = 2_000_000  # how long a worker polls for the next job before it sleeps, in ns (see below)
+SHORT_POLL_NS = 10_000  # the same on a contended machine
+POLLS = 200_000  # how often to look before sleeping, where the count is the budget (wait_until_equal)
+SHORT_POLLS = 20_000  # the caller's wait for other threads' chunks on a contended machine: microseconds
 CHECK_EVERY = 2_000  # polls (a microsecond or two) between readings of the clock
 LOST_CORE_NS = 200_000  # kept off its core this long while awake (and more than 1/LOST_SHARE of
 LOST_SHARE = 8  # that time): is another program busy?
@@ -332,14 +334,20 @@ def _contended(counters, now):
 
 
 @jit
-def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
+def serve(counters, worker, seen, report, poll_ns, short_poll_ns, settle, may_move):
     """A worker between jobs: -> (latest job seen, what Python should do: run a PYTHON_JOB,
     SLEEP, check the machine after LOST_CORE, or MOVE + c: move off CPU c).
 
     Stores FINISHED = report first (if report > 0). Runs the chunks of every compiled job that
     appears. Worker number ``worker`` (0, 1, ...) helps only with jobs whose helper count is above
-    it. After ``polls`` polls with nothing new (``short_polls`` while the machine is contended) it
-    sleeps in the futex until ``publish`` wakes it, or, with no futex, returns SLEEP.
+    it. After ``poll_ns`` nanoseconds with nothing new (``short_poll_ns`` while the machine is
+    contended) it sleeps in the futex until ``publish`` wakes it, or, with no futex, returns SLEEP.
+
+    Why a time and not a number of polls: how long a poll takes differs between CPUs by ten times
+    and more, and what matters is the time a training step spends in Python and numpy between two
+    kernels (often over a tenth of a millisecond). A worker that has fallen asleep by then wakes
+    too late to help with the next kernel (on a virtual machine, tens of microseconds), and the
+    caller does most of it alone.
 
     Before it sleeps, it returns LOST_CORE if it was kept off its core for more than LOST_CORE_NS
     since it woke, and more than an eighth of that time (see the module's docstring). ``may_move``: return MOVE + c when it finds
@@ -348,6 +356,7 @@ def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
         _store_release(counters, FINISHED, report)
     idle = 0
     awake, working = _now_ns(), _thread_cpu_ns()  # (since it last woke up)
+    busy_until = awake  # when it last woke or finished a job
     while True:
         job = _load_acquire(counters, STARTED)
         if job == seen:
@@ -355,7 +364,7 @@ def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
             if idle % CHECK_EVERY != 0:
                 continue
             now = _now_ns()
-            if idle < (short_polls if _contended(counters, now) else polls):
+            if now - busy_until < (short_poll_ns if _contended(counters, now) else poll_ns):
                 if not CAN_SLEEP:
                     _yield_cpu()  # (where it sleeps in Python, it offers the core meanwhile)
                 continue
@@ -370,6 +379,7 @@ def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
             _fetch_add(counters, SLEEPERS, -1)
             idle = 0
             awake, working = _now_ns(), _thread_cpu_ns()
+            busy_until = awake
             continue
         seen, idle = job, 0
         fields = _slot(job)
@@ -384,6 +394,7 @@ def serve(counters, worker, seen, report, polls, short_polls, settle, may_move):
             if cpu >= 0 and cpu == counters[fields + CALLER_CPU]:
                 return seen - 1, MOVE + cpu  # (seen - 1: after moving, it serves this job too)
         run_chunks(counters, job, True)
+        busy_until = _now_ns()
 
 
 @jit
