@@ -253,6 +253,32 @@ def test_a_sleeping_worker_is_woken_and_helps(threads, monkeypatch):
     assert helped > 0, "no worker ever joined a launch"
 
 
+def test_a_worker_polls_for_a_time_not_a_number_of_polls(threads, monkeypatch):
+    """Between kernels a worker polls for POLL_NS of wall time, then sleeps. (A budget counted in
+    polls ran out after under a tenth of a millisecond on a fast CPU: a training step's Python
+    between two kernels is often longer, and the woken worker came too late to help.)"""
+    import time
+
+    from minigrad.kernels import _spin
+
+    threads(2)
+    for name in ("POLL_NS", "SHORT_POLL_NS"):  # (the same on a contended machine, for this test)
+        monkeypatch.setattr(_spin, name, 300_000_000)
+    monkeypatch.setattr(_parallel, "_pool", None)
+    _parallel.parallel_for(_add_ones, 8, np.zeros(8, dtype=np.int64))  # (a new pool reads them)
+    pool = _parallel._pool
+
+    def asleep():
+        return pool.counters[_spin.SLEEPERS] > 0 or pool.workers[0].sleeping
+
+    time.sleep(0.05)  # hundreds of thousands of polls, but a sixth of POLL_NS
+    assert not asleep(), "the worker slept long before POLL_NS had passed"
+    deadline = time.monotonic() + 5
+    while not asleep() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert asleep(), "the worker kept polling long after POLL_NS"
+
+
 def test_launches_on_a_contended_machine_lose_no_chunk(threads, monkeypatch):
     """While the machine counts as contended, workers and caller poll only briefly and then sleep
     (in the futex on Linux): every launch must still be complete, whoever sleeps or wakes late."""
