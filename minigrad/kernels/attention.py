@@ -21,8 +21,8 @@ slices, with matmul.py's blocked kernel (``matmul_block``) for every product:
 
 Keys past the last allowed one of a row are skipped: the products S and dW compute, for each block
 of MR rows, only the strips of NR columns its rows need, and the softmax loops stop at each row's
-end (rounded up to whole SIMD vectors). A causal mask so saves about a quarter of those products
-at T = 64 and half of the softmax. (The backward reads the rows' ends from the same mask: past the
+end (rounded up to whole SIMD vectors; in the forward, to a multiple of SOFTMAX_RUN). A causal
+mask so saves about a quarter of those products at T = 64. (The backward reads the rows' ends from the same mask: past the
 last allowed key the weights are zero, and so is every term. A mask shared by all the slices, like
 a causal one, is read once per call.) K^T and V^T are copied once per slice into small contiguous
 arrays, so that the products read rows. The inputs may be strided views (heads split from the
@@ -44,6 +44,11 @@ from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
 from .matmul import CACHE, KC, MR, NR, matmul_block  # noqa: E402
 
 VECTOR = 16  # row ends are rounded up to this many floats: whole SIMD registers on every CPU
+# The forward's softmax loops run further, to a multiple of SOFTMAX_RUN (or the row's end): LLVM
+# compiles each into a loop over 64 floats a turn (four SIMD registers) and a much slower loop for
+# what is left, so a row of 48 took longer than a row of 64. Past `end` every key is blocked: the
+# extra entries read scores never computed, and the select makes them -inf and then 0 weights.
+SOFTMAX_RUN = 64
 SERIAL_FLOPS = 500_000  # below this many multiply-adds, one thread does the whole batch
 
 
@@ -105,11 +110,22 @@ def _strided(array):
 
 
 @jit(cache=CACHE)
+def _block_need(ends, block, n_rows):
+    """The largest of ends[i] over the rows i of block ``block`` (MR rows, fewer at the end)."""
+    need = 0
+    for i in range(block * MR, min(block * MR + MR, n_rows)):
+        need = max(need, ends[i])
+    return need
+
+
+@jit(cache=CACHE)
 def _product(a, b, c, ends, scratch):
     """c = a @ b with matmul.py's blocked kernel, for a (M, K), b (K, N) strided, c (M, N) C.
 
     ends: None, or for each row i of c the number of leading columns needed (the rest of the row
-    may be left unwritten): then each block of MR rows computes only the column strips its rows need.
+    may be left unwritten): then each block of MR rows computes only the column strips its rows
+    need. Consecutive blocks that need as many strips go to matmul_block in one call (one call
+    for all of them at T = 32 with a causal mask), as each call has its own fixed cost.
     scratch: (packed_a, packed_b, edge) buffers for matmul_block.
     """
     packed_a, packed_b, edge, no_bias = scratch
@@ -119,13 +135,15 @@ def _product(a, b, c, ends, scratch):
     if ends is None:
         matmul_block(a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
         return
-    for block in range(n_blocks):
-        need = 0
-        for i in range(block * MR, min(block * MR + MR, n_rows)):
-            need = max(need, ends[i])
-        strips = np.intp((need + NR - 1) // NR)
-        if strips > 0:
-            matmul_block(a, b, c, no_bias, zero, strips, np.intp(block), np.intp(block + 1), packed_a, packed_b, edge)
+    first = 0
+    strips = (_block_need(ends, 0, n_rows) + NR - 1) // NR
+    for block in range(1, n_blocks + 1):
+        next_strips = (_block_need(ends, block, n_rows) + NR - 1) // NR if block < n_blocks else -1
+        if next_strips != strips:  # blocks first..block-1 need `strips` strips: one call
+            if strips > 0:
+                matmul_block(a, b, c, no_bias, zero, np.intp(strips), np.intp(first), np.intp(block),
+                             packed_a, packed_b, edge)
+            first, strips = block, next_strips
 
 
 @jit(cache=CACHE)
@@ -210,7 +228,8 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
         _transpose_into(k[b, h], k_t)
         _product(q[b, h], _strided(k_t), w, ends, scratch)  # scores Q K^T (only the columns needed)
         for i in range(n_queries):  # masked softmax of scale * scores, row by row
-            allowed, row, end = mask[b, h, i], w[i], ends[i]
+            allowed, row = mask[b, h, i], w[i]
+            end = min((ends[i] + SOFTMAX_RUN - 1) // SOFTMAX_RUN * SOFTMAX_RUN, n_keys)
             shift = minus_inf
             for j in range(end):
                 shift = simd_max(shift, s * row[j] if allowed[j] else minus_inf)
