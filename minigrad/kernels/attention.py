@@ -110,15 +110,6 @@ def _strided(array):
 
 
 @jit(cache=CACHE)
-def _block_need(ends, block, n_rows):
-    """The largest of ends[i] over the rows i of block ``block`` (MR rows, fewer at the end)."""
-    need = 0
-    for i in range(block * MR, min(block * MR + MR, n_rows)):
-        need = max(need, ends[i])
-    return need
-
-
-@jit(cache=CACHE)
 def _product(a, b, c, ends, scratch):
     """c = a @ b with matmul.py's blocked kernel, for a (M, K), b (K, N) strided, c (M, N) C.
 
@@ -135,15 +126,19 @@ def _product(a, b, c, ends, scratch):
     if ends is None:
         matmul_block(a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
         return
-    first = 0
-    strips = (_block_need(ends, 0, n_rows) + NR - 1) // NR
-    for block in range(1, n_blocks + 1):
-        next_strips = (_block_need(ends, block, n_rows) + NR - 1) // NR if block < n_blocks else -1
-        if next_strips != strips:  # blocks first..block-1 need `strips` strips: one call
+    first, strips = 0, -1  # the run of blocks first..block-1 needs `strips` strips
+    for block in range(n_blocks + 1):
+        needed = -1  # (past the last block: ends the last run)
+        if block < n_blocks:
+            need = 0
+            for i in range(block * MR, min(block * MR + MR, n_rows)):
+                need = max(need, ends[i])
+            needed = (need + NR - 1) // NR
+        if needed != strips:
             if strips > 0:
                 matmul_block(a, b, c, no_bias, zero, np.intp(strips), np.intp(first), np.intp(block),
                              packed_a, packed_b, edge)
-            first, strips = block, next_strips
+            first, strips = block, needed
 
 
 @jit(cache=CACHE)
