@@ -279,6 +279,27 @@ def test_a_worker_polls_for_a_time_not_a_number_of_polls(threads, monkeypatch):
     assert asleep(), "the worker kept polling long after POLL_NS"
 
 
+def test_a_pool_made_while_the_compile_ahead_process_runs_polls_briefly(threads, monkeypatch):
+    """On a first start a second process compiles on the other core: meanwhile the workers must
+    not spin for POLL_NS after every kernel (they would take that core from the compiler), so the
+    machine counts as contended until that process ends, and no longer."""
+    import types
+
+    from minigrad.kernels import _spin, _warm
+
+    threads(2)
+    monkeypatch.setattr(_warm, "_ahead", types.SimpleNamespace(pending={_warm.POOL_LAST}))
+    monkeypatch.setattr(_parallel, "_pool", None)
+    out = np.zeros(8, dtype=np.int64)
+    _parallel.parallel_for(_add_ones, 8, out)  # (makes the pool)
+    pool = _parallel._pool
+    assert pool.counters[_spin.CONTENDED] == _parallel._UNTIL_AHEAD_ENDS, "not counted as contended"
+    pool.ahead_finished()
+    assert pool.counters[_spin.CONTENDED] == 0
+    _parallel.parallel_for(_add_ones, 8, out)
+    np.testing.assert_array_equal(out, np.full(8, 2))
+
+
 def test_launches_on_a_contended_machine_lose_no_chunk(threads, monkeypatch):
     """While the machine counts as contended, workers and caller poll only briefly and then sleep
     (in the futex on Linux): every launch must still be complete, whoever sleeps or wakes late."""

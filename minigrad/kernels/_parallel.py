@@ -226,6 +226,14 @@ class _Pool:
         # where the arguments of a job go: two blocks, used by odd and even jobs (see _spin.py)
         self.blocks = np.zeros((2, _entries.BLOCK_SIZE), dtype=np.int64)
         self.block_of = [(block, block.view(np.float64), block.ctypes.data) for block in self.blocks]
+        if _warm.ahead_running():  # a second process compiles on another core (first start, _warm.py):
+            self.counters[_spin.CONTENDED] = _UNTIL_AHEAD_ENDS  # poll briefly, as on any busy machine
+
+    def ahead_finished(self):
+        """The compile-ahead process has ended: the machine is no longer counted as contended on its
+        account (called from _warm.py)."""
+        if self.counters[_spin.CONTENDED] == _UNTIL_AHEAD_ENDS:
+            self.counters[_spin.CONTENDED] = 0
 
     def run(self, kernel, args, n_items, n_chunks, n_threads):
         """Run ``kernel(*args, start, stop)`` over the chunks; a Python job if it is returned."""
@@ -315,6 +323,7 @@ def _raise_failed_chunk(kernel, args, start, stop):
                        f"{stop - 1} on one of minigrad's threads, but not when called again on them from Python")
 
 
+_UNTIL_AHEAD_ENDS = 2**62  # a CONTENDED time that never comes (cleared by ahead_finished)
 _WAIT_POLLS = 2_000_000  # the caller's wait for other threads' chunks: a millisecond or two, yielding
 _SLEEP = 20e-6
 _entries_by_kernel = {}  # numba kernel -> {pack key: (entry, machine code) addresses}

@@ -34,6 +34,8 @@ machine and only briefly on a contended one, and what tells them apart is measur
   LOST_CORE_NS, and more than an eighth of that time, it asks Python (LOST_CORE) whether more
   threads want to run than the machine has cores; if so, the machine counts as contended for
   CONTENDED_NS (the ``CONTENDED`` field);
+- the machine also counts as contended on a first start, while the compile-ahead process
+  (``_warm.py``) compiles on another core (``_parallel._Pool``);
 - while contended, a worker sleeps after SHORT_POLL_NS of polling instead of POLL_NS, and the
   caller waits for the others' chunks SHORT_POLLS polls before it sleeps;
 - a worker that finds itself on the caller's own core (``_getcpu``, CALLER_CPU) asks Python to

@@ -175,6 +175,10 @@ class _Ahead:
         with self.ready:  # finished or died: nothing more to wait for
             self.pending.clear()
             self.ready.notify_all()
+        parallel = sys.modules.get(f"{__package__}._parallel")
+        pool = getattr(parallel, "_pool", None)
+        if pool is not None:
+            pool.ahead_finished()
 
     def wait_for(self, file):
         started = time.monotonic()
@@ -200,6 +204,12 @@ def pending(name):
     POOL_LAST is, rather than compile here what the other process is compiling."""
     ahead = _ahead
     return ahead is not None and name in ahead.pending
+
+
+def ahead_running():
+    """True while this process's compile-ahead process is still at work (on another core)."""
+    ahead = _ahead
+    return ahead is not None and bool(ahead.pending)
 
 
 def _cache_is_cold(files):
