@@ -262,17 +262,19 @@ def test_a_worker_polls_for_a_time_not_a_number_of_polls(threads, monkeypatch):
     from minigrad.kernels import _spin
 
     threads(2)
-    for name in ("POLL_NS", "SHORT_POLL_NS"):  # (the same on a contended machine, for this test)
-        monkeypatch.setattr(_spin, name, 300_000_000)
+    monkeypatch.setattr(_spin, "POLL_NS", 300_000_000)
     monkeypatch.setattr(_parallel, "_pool", None)
-    _parallel.parallel_for(_add_ones, 8, np.zeros(8, dtype=np.int64))  # (a new pool reads them)
+    _parallel.parallel_for(_add_ones, 8, np.zeros(8, dtype=np.int64))  # (a new pool reads it)
     pool = _parallel._pool
 
     def asleep():
         return pool.counters[_spin.SLEEPERS] > 0 or pool.workers[0].sleeping
 
     time.sleep(0.05)  # hundreds of thousands of polls, but a sixth of POLL_NS
-    assert not asleep(), "the worker slept long before POLL_NS had passed"
+    slept_early = asleep()
+    if pool.counters[_spin.CONTENDED] > time.monotonic_ns():
+        pytest.skip("another program keeps the cores busy: then the workers poll briefly, by design")
+    assert not slept_early, "the worker slept long before POLL_NS had passed"
     deadline = time.monotonic() + 5
     while not asleep() and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -178,8 +178,8 @@ class _Worker:
         counters = self.pool.counters
         cpus = os.sched_getaffinity(0) if _spin.CAN_SLEEP else set()  # (this thread's: the caller's at its start)
         while True:
-            seen, action = _spin.serve(counters, self.number, seen, finished, _spin.POLL_NS, _spin.SHORT_POLL_NS,
-                                       _spin.SETTLE, len(cpus) > 1)
+            seen, action = _spin.serve(counters, self.number, seen, finished, _spin.POLL_NS,
+                                       _spin.SHORT_POLL_NS, _spin.SETTLE, len(cpus) > 1)
             finished = 0
             if action == _spin.PYTHON_JOB:
                 job = self.pool.job

@@ -22,9 +22,9 @@ slices, with matmul.py's blocked kernel (``matmul_block``) for every product:
 Keys past the last allowed one of a row are skipped: the products S and dW compute, for each block
 of MR rows, only the strips of NR columns its rows need, and the softmax loops stop at each row's
 end (rounded up to whole SIMD vectors; in the forward, to a multiple of SOFTMAX_RUN). A causal
-mask so saves about a quarter of those products at T = 64. (The backward reads the rows' ends from the same mask: past the
-last allowed key the weights are zero, and so is every term. A mask shared by all the slices, like
-a causal one, is read once per call.) K^T and V^T are copied once per slice into small contiguous
+mask so saves about a quarter of those products at T = 64. (The backward reads the rows' ends
+from the same mask: past the last allowed key the weights are zero, and so is every term. A mask
+shared by all the slices, like a causal one, is read once per call.) K^T and V^T are copied once per slice into small contiguous
 arrays, so that the products read rows. The inputs may be strided views (heads split from the
 features of a (B, T, d_model) array), and the outputs keep the memory layout of q, k and v.
 
