@@ -10,7 +10,9 @@ matrix products on the columns that `kernels.im2col` cuts out of the input (see 
 
 so that, as for a Linear layer, dW = g cols^T and dcols = W^T g, and `col2im` adds each column of
 dcols back where its window was read. With `groups` the channels split into groups that never
-mix: the product is batched over the groups.
+mix: the product is batched over the groups. Without groups (nearly every layer a course trains)
+the same three products run one image at a time, a few output rows at once, so that the
+columns stay in cache and y comes out in its own layout (`kernels.conv2d_forward`, kernels/conv2d.py).
 
 Average pooling is im2col and a mean over each column; max pooling has kernels of its own
 (kernels/pool.py); adaptive pooling and interpolation are fixed linear maps along each axis.
@@ -51,6 +53,10 @@ class Conv2d(Function):
         (n, c, h, w), (o, cg, kh, kw) = check_conv("conv2d", x.shape, weight.shape, groups, bias)
         top, bottom, left, right = padding
         oh, ow = conv_output_hw("conv2d", x.shape, (kh, kw), stride, padding, dilation)
+        ctx.shapes = (x.shape, weight.shape, (kh, kw), stride, (top, left), dilation, groups)
+        if groups == 1:  # one image at a time, in cache (kernels/conv2d.py)
+            ctx.save_for_backward(x, weight)
+            return kernels.conv2d_forward(x, weight, bias, stride, (top, left), dilation, (oh, ow))
         cols = kernels.im2col(x, (kh, kw), stride, (top, left), dilation, (oh, ow))  # (C kh kw, N, OH, OW)
         cols = cols.reshape(groups, cg * kh * kw, n * oh * ow)
         w2 = weight.reshape(groups, o // groups, cg * kh * kw)
@@ -61,29 +67,29 @@ class Conv2d(Function):
         else:
             np.add(y, bias.reshape(o, 1, 1), out=out)
         ctx.save_for_backward(cols if ctx.needs_input_grad[1] else None, w2)
-        ctx.shapes = (x.shape, weight.shape, (kh, kw), stride, (top, left), dilation, groups)
         return out
 
     rule = "y = W cols(x) + b: dW = g cols^T, dcols = W^T g, dx = col2im(dcols), db = sum of g over n, i, j"
 
     @staticmethod
     def backward(ctx, g):
-        cols, w2 = ctx.saved_tensors
         x_shape, w_shape, kernel, stride, top_left, dilation, groups = ctx.shapes
+        db = g.sum(axis=(0, 2, 3)) if len(ctx.needs_input_grad) == 3 and ctx.needs_input_grad[2] else None
+        if groups == 1:
+            x, weight = ctx.saved_tensors
+            dx, dw = kernels.conv2d_backward(g, x, weight, stride, top_left, dilation, *ctx.needs_input_grad[:2])
+            return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
+        cols, w2 = ctx.saved_tensors
         n, o, oh, ow = g.shape
         g2 = g.transpose(1, 0, 2, 3).reshape(groups, o // groups, n * oh * ow)  # (a copy: O first)
-        dx = dw = db = None
+        dx = dw = None
         if ctx.needs_input_grad[0]:
             dcols = _mm(w2.transpose(0, 2, 1), g2)  # (groups, C/groups kh kw, N OH OW)
             dcols = dcols.reshape(x_shape[1] * kernel[0] * kernel[1], n, oh, ow)
             dx = kernels.col2im(dcols, x_shape, kernel, stride, top_left, dilation)
         if ctx.needs_input_grad[1]:
             dw = _mm(g2, cols.transpose(0, 2, 1)).reshape(w_shape)
-        if len(ctx.needs_input_grad) == 2:  # (called without a bias)
-            return dx, dw
-        if ctx.needs_input_grad[2]:
-            db = g.sum(axis=(0, 2, 3))
-        return dx, dw, db
+        return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)  # (2: called without a bias)
 
 
 class ConvTranspose2d(Function):

@@ -227,6 +227,19 @@ def col2im(cols, input_shape, kernel_size, stride, padding, dilation):
     return _run("col2im", cols, input_shape, kernel_size, stride, padding, dilation)
 
 
+@_kernel("conv2d")
+def conv2d_forward(x, weight, bias, stride, padding, dilation, out_size):
+    """x (N, C, H, W) * weight (O, C, kh, kw) + bias (O,) or None -> y (N, O, OH, OW), one image at a
+    time (padding = (top, left), out_size = (OH, OW))."""
+    return _run("conv2d_forward", x, weight, bias, stride, padding, dilation, out_size)
+
+
+@_kernel("conv2d")
+def conv2d_backward(g, x, weight, stride, padding, dilation, need_dx=True, need_dweight=True):
+    """g (N, O, OH, OW) -> (dx (N, C, H, W), dweight (O, C, kh, kw)) of conv2d_forward (None if not needed)."""
+    return _run("conv2d_backward", g, x, weight, stride, padding, dilation, need_dx, need_dweight)
+
+
 @_kernel("pool")
 def max_pool2d_forward(x, kernel_size, stride, padding, dilation, out_size):
     """x (N, C, H, W) -> (y, indices) (N, C, OH, OW): each window's max and its place h W + w in x's plane."""

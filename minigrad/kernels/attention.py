@@ -36,12 +36,10 @@ import numpy as np
 
 from ._jit import jit, typed_jit  # isort: skip
 from numba import types  # noqa: E402
-from numba.core.imputils import impl_ret_borrowed  # noqa: E402
-from numba.extending import intrinsic  # noqa: E402
 
 from ._parallel import parallel_for  # noqa: E402
 from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
-from .matmul import CACHE, KC, MR, NR, matmul_block  # noqa: E402
+from .matmul import CACHE, MR, NR, block_scratch, matmul_block, strided  # noqa: E402
 
 VECTOR = 16  # row ends are rounded up to this many floats: whole SIMD registers on every CPU
 # The forward's softmax loops run further, to a multiple of SOFTMAX_RUN (or the row's end): LLVM
@@ -85,30 +83,6 @@ def attention_backward_numpy(g, q, k, v, weights, mask, scale):
 # ---------------------------------------------------------------------------------------------------
 
 
-@intrinsic
-def _read_only(typingctx, array, strided):
-    """The same array, typed as read-only, and as strided (numba layout 'A') if `strided` is True.
-
-    These are the types matmul.py's ``_run_task`` hands to ``matmul_block`` (strided operands, a
-    C-contiguous bias), so the products below call the very same compiled code instead of
-    compiling it again for C-contiguous or transposed operands. (All array types share one memory
-    layout in numba; only the type the compiler sees changes.)
-    """
-    if not isinstance(array, types.Array) or not isinstance(strided, types.BooleanLiteral):
-        return None
-    result = array.copy(layout="A" if strided.literal_value else array.layout, readonly=True)
-
-    def codegen(context, builder, signature, args):
-        return impl_ret_borrowed(context, builder, result, args[0])
-
-    return result(array, strided), codegen
-
-
-@jit(cache=CACHE)
-def _strided(array):
-    return _read_only(array, True)
-
-
 @jit(cache=CACHE)
 def _product(a, b, c, ends, scratch):
     """c = a @ b with matmul.py's blocked kernel, for a (M, K), b (K, N) strided, c (M, N) C.
@@ -117,7 +91,7 @@ def _product(a, b, c, ends, scratch):
     may be left unwritten): then each block of MR rows computes only the column strips its rows
     need. Consecutive blocks that need as many strips go to matmul_block in one call (one call
     for all of them at T = 32 with a causal mask), as each call has its own fixed cost.
-    scratch: (packed_a, packed_b, edge) buffers for matmul_block.
+    scratch: matmul.py's ``block_scratch``.
     """
     packed_a, packed_b, edge, no_bias = scratch
     n_rows, n_cols = c.shape
@@ -139,15 +113,6 @@ def _product(a, b, c, ends, scratch):
                 matmul_block(a, b, c, no_bias, zero, np.intp(strips), np.intp(first), np.intp(block),
                              packed_a, packed_b, edge)
             first, strips = block, needed
-
-
-@jit(cache=CACHE)
-def _scratch(dtype_of, n_cols):
-    """Buffers for matmul_block, for products of at most n_cols columns: a not packed (0 rows), the
-    packed strips of b, one edge tile; and an empty bias."""
-    dtype = dtype_of.dtype
-    return (np.empty((0, 1), dtype=dtype), np.empty(((n_cols + NR - 1) // NR, KC, NR), dtype=dtype),
-            np.empty((MR, NR), dtype=dtype), _read_only(np.empty(0, dtype=dtype), False))
 
 
 @jit(cache=CACHE)
@@ -207,7 +172,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
     """out and weights of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_v = q.shape[1], q.shape[2], k.shape[2], v.shape[3]
     dtype = q.dtype
-    scratch = _scratch(q, max(k.shape[2], q.shape[3], v.shape[3]))  # (the widest product's columns)
+    scratch = block_scratch(q, max(k.shape[2], q.shape[3], v.shape[3]))  # (the widest product's columns)
     out_rows = np.empty((n_queries, d_v), dtype=dtype)
     k_t = np.empty((q.shape[3], n_keys), dtype=dtype)
     ends = np.empty(n_queries, dtype=np.intp)
@@ -221,7 +186,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
             for i in range(n_queries):  # keys past the last allowed one are not visited
                 ends[i] = _row_end(mask[b, h, i], n_keys)
         _transpose_into(k[b, h], k_t)
-        _product(q[b, h], _strided(k_t), w, ends, scratch)  # scores Q K^T (only the columns needed)
+        _product(q[b, h], strided(k_t), w, ends, scratch)  # scores Q K^T (only the columns needed)
         for i in range(n_queries):  # masked softmax of scale * scores, row by row
             allowed, row = mask[b, h, i], w[i]
             end = min((ends[i] + SOFTMAX_RUN - 1) // SOFTMAX_RUN * SOFTMAX_RUN, n_keys)
@@ -240,7 +205,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
             for j in range(end):
                 row[j] *= inverse
             _zero(row, end)
-        _product(_strided(w), v[b, h], out_rows, None, scratch)  # out = W V
+        _product(strided(w), v[b, h], out_rows, None, scratch)  # out = W V
         _copy_into(out_rows, out[b, h])
 
 
@@ -249,7 +214,7 @@ def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
     """dq, dk and dv of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_k, d_v = q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]
     dtype = q.dtype
-    scratch = _scratch(q, max(k.shape[2], q.shape[3], v.shape[3]))  # (the widest product's columns)
+    scratch = block_scratch(q, max(k.shape[2], q.shape[3], v.shape[3]))  # (the widest product's columns)
     ds = np.empty((n_queries, n_keys), dtype=dtype)
     dq_rows = np.empty((n_queries, d_k), dtype=dtype)
     dk_rows = np.empty((n_keys, d_k), dtype=dtype)
@@ -265,7 +230,7 @@ def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
             for i in range(n_queries):  # past the last allowed key the weights are 0, and so is every term
                 ends[i] = _row_end(mask[b, h, i], n_keys)
         _transpose_into(v[b, h], v_t)
-        _product(g[b, h], _strided(v_t), ds, ends, scratch)  # dW = g V^T
+        _product(g[b, h], strided(v_t), ds, ends, scratch)  # dW = g V^T
         for i in range(n_queries):  # dS = scale * W * (dW - rowsum(dW * W)), zero past the end
             row, w_row, end = ds[i], w[i], ends[i]
             dot = dtype.type(0)
@@ -274,10 +239,10 @@ def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
             for j in range(end):
                 row[j] = s * w_row[j] * (row[j] - dot)
             _zero(row, end)
-        ds_ = _strided(ds)
+        ds_ = strided(ds)
         _product(ds_, k[b, h], dq_rows, None, scratch)  # dQ = dS K
         _product(ds_.T, q[b, h], dk_rows, None, scratch)  # dK = dS^T Q
-        _product(_strided(w).T, g[b, h], dv_rows, None, scratch)  # dV = W^T g
+        _product(strided(w).T, g[b, h], dv_rows, None, scratch)  # dV = W^T g
         _copy_into(dq_rows, dq[b, h])
         _copy_into(dk_rows, dk[b, h])
         _copy_into(dv_rows, dv[b, h])

@@ -26,7 +26,7 @@ planes (n, c) of dx, so no two threads write the same number. They read C-contig
 """
 import numpy as np
 
-from ._jit import typed_jit  # first: it sets LLVM options before numba is imported
+from ._jit import jit, typed_jit  # first: it sets LLVM options before numba is imported
 
 from numba import types  # noqa: E402
 from ._parallel import parallel_for  # noqa: E402
@@ -92,6 +92,14 @@ def _col2im_signature(dtype):
                       *[types.intp] * 8, types.intp, types.intp)
 
 
+@jit
+def _inside(out_w, width, offset, sw):
+    """The outputs lo <= ow < hi whose input column ow sw + offset lies inside 0 <= w < width."""
+    lo = min(out_w, max(0, (-offset + sw - 1) // sw))
+    hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+    return lo, hi
+
+
 @typed_jit(_im2col_signature)
 def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
     """The rows first <= r < stop of cols: channel c = r // (kh kw), kernel offset (ki, kj).
@@ -104,8 +112,7 @@ def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
         ki, kj = divmod(k, kw)
         # the outputs ow whose column w = ow sw + kj dw - pw lies inside x: lo <= ow < hi
         offset = kj * dw - pw
-        lo = min(out_w, max(0, (-offset + sw - 1) // sw))
-        hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+        lo, hi = _inside(out_w, width, offset, sw)
         ur, uc, ulo, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(lo), np.uintp(hi - lo), np.uintp(sw)
         w_lo = np.uintp(lo * sw + offset)  # the column of x that output lo reads
         for n in range(n_batch):
@@ -143,8 +150,7 @@ def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
             for kj in range(kw):
                 ur = np.uintp((c * kh + ki) * kw + kj)
                 offset = kj * dw - pw
-                lo = min(out_w, max(0, (-offset + sw - 1) // sw))
-                hi = max(lo, min(out_w, (width - 1 - offset) // sw + 1)) if width - 1 - offset >= 0 else lo
+                lo, hi = _inside(out_w, width, offset, sw)
                 ulo, u_inside, usw = np.uintp(lo), np.uintp(hi - lo), np.uintp(sw)
                 w_lo = np.uintp(lo * sw + offset)
                 for oh in range(out_h):
@@ -158,6 +164,67 @@ def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
                     else:
                         for i in range(u_inside):
                             dx[un, uc, uh, w_lo + i * usw] += cols[ur, un, uoh, ulo + i]
+
+
+@jit
+def piece_cols(x, n, oh0, oh1, out_w, cols, kh, kw, sh, sw, ph, pw, dh, dw):
+    """im2col of output rows oh0 <= oh < oh1 of image n (for conv2d.py), into cols (C kh kw, >= P) C:
+
+        cols[r, (oh - oh0) out_w + ow] = x[n, c, oh sh + ki dh - ph, ow sw + kj dw - pw]  (0 outside x)
+
+    with r = (c kh + ki) kw + kj and P = (oh1 - oh0) out_w; x (N, C, H, W) C-contiguous."""
+    height, width = x.shape[2], x.shape[3]
+    un = np.uintp(n)
+    for r in range(cols.shape[0]):
+        c, k = divmod(r, kh * kw)
+        ki, kj = divmod(k, kw)
+        offset = kj * dw - pw
+        lo, hi = _inside(out_w, width, offset, sw)
+        ur, uc, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(hi - lo), np.uintp(sw)
+        w_lo = np.uintp(lo * sw + offset)
+        for oh in range(oh0, oh1):
+            start = np.uintp((oh - oh0) * out_w)  # where this output row's windows start in cols
+            h = oh * sh + ki * dh - ph
+            if h < 0 or h >= height:
+                for ow in range(np.uintp(out_w)):
+                    cols[ur, start + ow] = 0
+                continue
+            uh, row = np.uintp(h), start + np.uintp(lo)
+            for ow in range(np.uintp(lo)):
+                cols[ur, start + ow] = 0
+            if sw == 1:
+                for i in range(u_inside):
+                    cols[ur, row + i] = x[un, uc, uh, w_lo + i]
+            else:
+                for i in range(u_inside):
+                    cols[ur, row + i] = x[un, uc, uh, w_lo + i * usw]
+            for ow in range(np.uintp(hi), np.uintp(out_w)):
+                cols[ur, start + ow] = 0
+
+
+@jit
+def piece_add(cols, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw):
+    """The adjoint of ``piece_cols``: each number of cols added back into dx[n] where it was read."""
+    height, width = dx.shape[2], dx.shape[3]
+    un = np.uintp(n)
+    for r in range(cols.shape[0]):
+        c, k = divmod(r, kh * kw)
+        ki, kj = divmod(k, kw)
+        offset = kj * dw - pw
+        lo, hi = _inside(out_w, width, offset, sw)
+        ur, uc, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(hi - lo), np.uintp(sw)
+        w_lo = np.uintp(lo * sw + offset)
+        for oh in range(oh0, oh1):
+            h = oh * sh + ki * dh - ph
+            if h < 0 or h >= height:
+                continue
+            uh, row = np.uintp(h), np.uintp((oh - oh0) * out_w + lo)
+            if sw == 1:
+                for i in range(u_inside):
+                    dx[un, uc, uh, w_lo + i] += cols[ur, row + i]
+            else:
+                for i in range(u_inside):
+                    dx[un, uc, uh, w_lo + i * usw] += cols[ur, row + i]
 
 
 def _threads(n_elements):

@@ -64,6 +64,7 @@ from ._cpu import choose_tile, kernel_forced, vector_bytes, vector_tile  # noqa:
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
+from numba.core.imputils import impl_ret_borrowed  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
 from numba.np.numpy_support import as_dtype  # noqa: E402
 from llvmlite import ir  # noqa: E402
@@ -527,6 +528,55 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
                     _tile_kernel(a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero,
                                  accumulate, bias, j0)
                     _copy_block(edge, 0, 0, c, i0, j0, height, width)
+
+
+# --------------------------------------------------------------------------------------------
+# Products inside other compiled kernels (attention.py, conv2d.py), on the calling thread
+# --------------------------------------------------------------------------------------------
+
+
+@intrinsic
+def read_only(typingctx, array, as_strided):
+    """The same array, typed as read-only, and as strided (numba layout 'A') if `as_strided` is True.
+
+    These are the types ``_run_tasks`` hands to ``matmul_block`` (strided operands, a C-contiguous
+    bias), so a kernel that multiplies inside calls the very same compiled code instead of
+    compiling it again for C-contiguous or transposed operands. (All array types share one memory
+    layout in numba; only the type the compiler sees changes.)
+    """
+    if not isinstance(array, types.Array) or not isinstance(as_strided, types.BooleanLiteral):
+        return None
+    result = array.copy(layout="A" if as_strided.literal_value else array.layout, readonly=True)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, result, args[0])
+
+    return result(array, as_strided), codegen
+
+
+@jit(cache=CACHE)
+def strided(array):
+    """array as the read-only strided operand type of ``matmul_block``."""
+    return read_only(array, True)
+
+
+@jit(cache=CACHE)
+def block_scratch(dtype_of, n_cols):
+    """Buffers for matmul_block, for products of at most n_cols columns: a read in place (0 rows),
+    the packed strips of b, one edge tile; and an empty bias. Returns (packed_a, packed_b, edge, no_bias)."""
+    dtype = dtype_of.dtype
+    return (np.empty((0, 1), dtype=dtype), np.empty(((n_cols + NR - 1) // NR, KC, NR), dtype=dtype),
+            np.empty((MR, NR), dtype=dtype), read_only(np.empty(0, dtype=dtype), False))
+
+
+@jit(cache=CACHE)
+def block_product(a, b, c, scratch):
+    """c = a @ b with matmul_block, all of it: a (M, K) and b (K, N) strided, c (M, N) C-contiguous,
+    scratch from ``block_scratch`` (for at least N columns)."""
+    packed_a, packed_b, edge, no_bias = scratch
+    zero = np.intp(0)
+    matmul_block(a, b, c, no_bias, zero, np.intp((c.shape[1] + NR - 1) // NR), zero, np.intp((c.shape[0] + MR - 1) // MR),
+                 packed_a, packed_b, edge)
 
 
 @jit(cache=CACHE)
