@@ -167,12 +167,13 @@ def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
 
 
 @jit
-def piece_cols(x, n, oh0, oh1, out_w, cols, kh, kw, sh, sw, ph, pw, dh, dw):
-    """im2col of output rows oh0 <= oh < oh1 of image n (for conv2d.py), into cols (C kh kw, >= P) C:
+def piece_cols(x, n, oh0, oh1, out_w, cols, col0, kh, kw, sh, sw, ph, pw, dh, dw):
+    """im2col of output rows oh0 <= oh < oh1 of image n (for conv2d.py), into the columns from col0 on
+    of cols (C kh kw, >= col0 + (oh1 - oh0) out_w), C-contiguous like x (N, C, H, W):
 
-        cols[r, (oh - oh0) out_w + ow] = x[n, c, oh sh + ki dh - ph, ow sw + kj dw - pw]  (0 outside x)
+        cols[r, col0 + (oh - oh0) out_w + ow] = x[n, c, oh sh + ki dh - ph, ow sw + kj dw - pw]  (0 outside x)
 
-    with r = (c kh + ki) kw + kj and P = (oh1 - oh0) out_w; x (N, C, H, W) C-contiguous."""
+    with r = (c kh + ki) kw + kj."""
     height, width = x.shape[2], x.shape[3]
     un = np.uintp(n)
     for r in range(cols.shape[0]):
@@ -183,7 +184,7 @@ def piece_cols(x, n, oh0, oh1, out_w, cols, kh, kw, sh, sw, ph, pw, dh, dw):
         ur, uc, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(hi - lo), np.uintp(sw)
         w_lo = np.uintp(lo * sw + offset)
         for oh in range(oh0, oh1):
-            start = np.uintp((oh - oh0) * out_w)  # where this output row's windows start in cols
+            start = np.uintp(col0 + (oh - oh0) * out_w)  # where this output row's windows start in cols
             h = oh * sh + ki * dh - ph
             if h < 0 or h >= height:
                 for ow in range(np.uintp(out_w)):
@@ -203,7 +204,7 @@ def piece_cols(x, n, oh0, oh1, out_w, cols, kh, kw, sh, sw, ph, pw, dh, dw):
 
 
 @jit
-def piece_add(cols, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw):
+def piece_add(cols, col0, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw):
     """The adjoint of ``piece_cols``: each number of cols added back into dx[n] where it was read."""
     height, width = dx.shape[2], dx.shape[3]
     un = np.uintp(n)
@@ -218,7 +219,7 @@ def piece_add(cols, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw):
             h = oh * sh + ki * dh - ph
             if h < 0 or h >= height:
                 continue
-            uh, row = np.uintp(h), np.uintp((oh - oh0) * out_w + lo)
+            uh, row = np.uintp(h), np.uintp(col0 + (oh - oh0) * out_w + lo)
             if sw == 1:
                 for i in range(u_inside):
                     dx[un, uc, uh, w_lo + i] += cols[ur, row + i]

@@ -28,14 +28,14 @@ of g, is the op's (ops_conv.py).
 """
 import numpy as np
 
-from ._jit import typed_jit  # isort: skip  (first: it sets LLVM options before numba is imported)
+from ._jit import jit, typed_jit  # isort: skip  (first: it sets LLVM options before numba is imported)
 from numba import types  # noqa: E402
 
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from .conv import col2im_numpy, im2col_numpy, piece_add, piece_cols  # noqa: E402
 from .matmul import CACHE, SERIAL_FLOPS, block_product, block_scratch, strided  # noqa: E402
 
-PIECE_BYTES = 256 * 1024  # the columns of one piece of output rows: at most this many bytes (or one row)
+PIECE_BYTES = 512 * 1024  # the columns of one piece of output rows: at most this many bytes (or one row)
 PIECE_COLUMNS = 4096  # and at most this many columns (a 1 x 1 kernel on few channels)
 PARTS_PER_THREAD = 2  # the backward's parts of dW per thread (a thread slowed by another program takes fewer)
 
@@ -81,83 +81,123 @@ def conv2d_backward_numpy(g, x, weight, stride, padding, dilation, need_dx=True,
 
 
 # ----------------------------------------------------------------------------- numba kernels
+# A piece is the output rows oh0 <= oh < oh1 of the images n0 <= n < n1: a few rows of one image, or
+# (when a whole image's columns are small) several whole images side by side, so that the product
+# is wide enough to run at speed. `layout` holds the ints that describe the windows and the pieces:
+LAYOUT = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "piece_rows", "piece_images")
+
+
 def _array(dtype, ndim, readonly=False):
     return types.Array(dtype, ndim, "C", readonly=readonly)
 
 
 def _forward_signature(dtype):
-    """x (N, C, H, W), w2 (O, C kh kw), bias (O,), out (N, O, OH, OW), 9 ints, first, stop."""
+    """x (N, C, H, W), w2 (O, C kh kw), bias (O,), out (N, O, OH, OW), layout, first, stop."""
     return types.void(_array(dtype, 4, True), _array(dtype, 2, True), _array(dtype, 1, True), _array(dtype, 4),
-                      *[types.intp] * 11)
+                      _array(types.intp, 1, True), types.intp, types.intp)
 
 
 def _grads_signature(dtype):
-    """g (N, O, OH, OW), x, w2 (O, C kh kw), dx (N, C, H, W) or empty, dw_parts (P, O, C kh kw) zeros
-    or (P, 0, 0), 9 ints, first, stop."""
+    """g (N, O, OH, OW), x, w2 (O, C kh kw), dx (N, C, H, W) zeros or empty, dw_parts (P, O, C kh kw)
+    zeros or (P, 0, 0), layout, first, stop."""
     return types.void(_array(dtype, 4, True), _array(dtype, 4, True), _array(dtype, 2, True), _array(dtype, 4),
-                      _array(dtype, 3), *[types.intp] * 11)
+                      _array(dtype, 3), _array(types.intp, 1, True), types.intp, types.intp)
+
+
+@jit(cache=CACHE)
+def _pieces(n0, n_stop, out_h, piece_rows, piece_images):
+    """The pieces of the images n0 <= n < n_stop, in order: an array of (n0, n1, oh0, oh1)."""
+    n_row_pieces = (out_h + piece_rows - 1) // piece_rows
+    n_pieces = ((n_stop - n0 + piece_images - 1) // piece_images) * n_row_pieces
+    pieces = np.empty((n_pieces, 4), dtype=np.intp)
+    i = 0
+    for first in range(n0, n_stop, piece_images):
+        for oh0 in range(0, out_h, piece_rows):
+            pieces[i, 0], pieces[i, 1] = first, min(first + piece_images, n_stop)
+            pieces[i, 2], pieces[i, 3] = oh0, min(oh0 + piece_rows, out_h)
+            i += 1
+    return pieces
 
 
 @typed_jit(_forward_signature, cache=CACHE)
-def conv2d_images(x, w2, bias, out, kh, kw, sh, sw, ph, pw, dh, dw, piece_rows, first, stop):
+def conv2d_images(x, w2, bias, out, layout, first, stop):
     """out[n] for the images first <= n < stop (see the module docstring)."""
+    kh, kw, sh, sw, ph, pw, dh, dw, piece_rows, piece_images = layout
     n_out, n_taps = w2.shape
     out_h, out_w = out.shape[2], out.shape[3]
-    cols_buffer = np.empty(n_taps * piece_rows * out_w, dtype=out.dtype)
-    result_buffer = np.empty(n_out * piece_rows * out_w, dtype=out.dtype)
-    scratch = block_scratch(out, piece_rows * out_w)
+    most = piece_images * piece_rows * out_w  # columns in a piece
+    cols_buffer = np.empty(n_taps * most, dtype=out.dtype)
+    result_buffer = np.empty(n_out * most, dtype=out.dtype)
+    scratch = block_scratch(out, most)
     w = strided(w2)
-    for n in range(first, stop):
-        un = np.uintp(n)
-        for oh0 in range(0, out_h, piece_rows):
-            oh1 = min(oh0 + piece_rows, out_h)
-            width = (oh1 - oh0) * out_w
-            cols = cols_buffer[:n_taps * width].reshape((n_taps, width))
-            result = result_buffer[:n_out * width].reshape((n_out, width))
-            piece_cols(x, n, oh0, oh1, out_w, cols, kh, kw, sh, sw, ph, pw, dh, dw)
-            block_product(w, strided(cols), result, scratch)
+    for piece in _pieces(first, stop, out_h, piece_rows, piece_images):
+        n0, n1, oh0, oh1 = piece[0], piece[1], piece[2], piece[3]
+        per_image = (oh1 - oh0) * out_w
+        width = (n1 - n0) * per_image
+        cols = cols_buffer[:n_taps * width].reshape((n_taps, width))
+        result = result_buffer[:n_out * width].reshape((n_out, width))
+        for n in range(n0, n1):
+            piece_cols(x, n, oh0, oh1, out_w, cols, (n - n0) * per_image, kh, kw, sh, sw, ph, pw, dh, dw)
+        block_product(w, strided(cols), result, scratch)
+        for n in range(n0, n1):
+            un = np.uintp(n)
             for o in range(n_out):
                 b, uo = bias[o], np.uintp(o)
                 for oh in range(oh0, oh1):
-                    start = np.uintp((oh - oh0) * out_w)
+                    start = np.uintp((n - n0) * per_image + (oh - oh0) * out_w)
                     for ow in range(np.uintp(out_w)):
                         out[un, uo, np.uintp(oh), ow] = result[uo, start + ow] + b
 
 
 @typed_jit(_grads_signature, cache=CACHE)
-def conv2d_grads(g, x, w2, dx, dw_parts, kh, kw, sh, sw, ph, pw, dh, dw, piece_rows, first, stop):
+def conv2d_grads(g, x, w2, dx, dw_parts, layout, first, stop):
     """For the parts first <= p < stop: dx of their images, and their sum of dW into dw_parts[p].
     Part p is the images p N / P <= n < (p + 1) N / P, P = dw_parts.shape[0]."""
+    kh, kw, sh, sw, ph, pw, dh, dw, piece_rows, piece_images = layout
     n_images, n_out, out_h, out_w = g.shape
     n_parts, n_taps = dw_parts.shape[0], w2.shape[1]
     need_dx, need_dw = dx.shape[0] > 0, dw_parts.shape[1] > 0
-    cols_buffer = np.empty(n_taps * piece_rows * out_w, dtype=g.dtype)
+    most = piece_images * piece_rows * out_w
+    cols_buffer = np.empty(n_taps * most, dtype=g.dtype)
+    g_buffer = np.empty(n_out * most, dtype=g.dtype)
     dw_piece = np.empty((n_out, n_taps), dtype=g.dtype)
-    scratch = block_scratch(g, max(piece_rows * out_w, n_taps))
+    scratch = block_scratch(g, max(most, n_taps))
     w_t = strided(w2).T  # (C kh kw, O)
     for p in range(first, stop):
-        for n in range(p * n_images // n_parts, (p + 1) * n_images // n_parts):
-            g_n = g[n].reshape((n_out, out_h * out_w))
-            for oh0 in range(0, out_h, piece_rows):
-                oh1 = min(oh0 + piece_rows, out_h)
-                width = (oh1 - oh0) * out_w
-                g_piece = strided(g_n[:, oh0 * out_w: oh1 * out_w])  # (O, P)
-                cols = cols_buffer[:n_taps * width].reshape((n_taps, width))
-                if need_dw:  # dW += g cols^T
-                    piece_cols(x, n, oh0, oh1, out_w, cols, kh, kw, sh, sw, ph, pw, dh, dw)
-                    block_product(g_piece, strided(cols).T, dw_piece, scratch)
-                    for o in range(n_out):
-                        for t in range(n_taps):
-                            dw_parts[p, o, t] += dw_piece[o, t]
-                if need_dx:  # dcols = W^T g, added back into dx[n]
-                    block_product(w_t, g_piece, cols, scratch)
-                    piece_add(cols, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw)
+        n_lo, n_hi = p * n_images // n_parts, (p + 1) * n_images // n_parts
+        for piece in _pieces(n_lo, n_hi, out_h, piece_rows, piece_images):
+            n0, n1, oh0, oh1 = piece[0], piece[1], piece[2], piece[3]
+            per_image = (oh1 - oh0) * out_w
+            width = (n1 - n0) * per_image
+            cols = cols_buffer[:n_taps * width].reshape((n_taps, width))
+            g_piece = g_buffer[:n_out * width].reshape((n_out, width))  # g of the piece, (O, columns)
+            for n in range(n0, n1):
+                for o in range(n_out):
+                    for oh in range(oh0, oh1):
+                        start = (n - n0) * per_image + (oh - oh0) * out_w
+                        for ow in range(out_w):
+                            g_piece[o, start + ow] = g[n, o, oh, ow]
+            if need_dw:  # dW += g cols^T
+                for n in range(n0, n1):
+                    piece_cols(x, n, oh0, oh1, out_w, cols, (n - n0) * per_image, kh, kw, sh, sw, ph, pw, dh, dw)
+                block_product(strided(g_piece), strided(cols).T, dw_piece, scratch)
+                for o in range(n_out):
+                    for t in range(n_taps):
+                        dw_parts[p, o, t] += dw_piece[o, t]
+            if need_dx:  # dcols = W^T g, added back into dx
+                block_product(w_t, strided(g_piece), cols, scratch)
+                for n in range(n0, n1):
+                    piece_add(cols, (n - n0) * per_image, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw)
 
 
-def _piece_rows(n_taps, out_h, out_w, itemsize):
-    """Output rows per piece: the most whose columns (n_taps x rows OW numbers) fit PIECE_BYTES, and
-    at most PIECE_COLUMNS columns (the product packs each strip of NR columns: 32 KB apiece)."""
-    return max(1, min(out_h, PIECE_BYTES // (n_taps * out_w * itemsize), PIECE_COLUMNS // out_w))
+def _layout(kernel, stride, padding, dilation, n_taps, out_h, out_w, itemsize):
+    """The `layout` ints: the windows, and pieces of as many output rows (or whole images) as keep
+    the columns (n_taps x columns numbers) within PIECE_BYTES, and at most PIECE_COLUMNS columns
+    (the product packs each strip of NR columns: 32 KB apiece)."""
+    image_columns = max(1, min(PIECE_BYTES // (n_taps * itemsize), PIECE_COLUMNS))  # columns that fit
+    rows = max(1, min(out_h, image_columns // out_w))
+    images = max(1, image_columns // (out_h * out_w)) if rows == out_h else 1
+    return np.array([*kernel, *stride, *padding, *dilation, rows, images], dtype=np.intp)
 
 
 def _threads(n, flops):
@@ -174,9 +214,9 @@ def conv2d_forward_numba(x, weight, bias, stride, padding, dilation, out_size):
     if out.size == 0:
         return out
     bias = np.zeros(o, x.dtype) if bias is None else np.ascontiguousarray(bias)
-    rows = _piece_rows(c * kh * kw, oh, ow, x.itemsize)
+    layout = _layout((kh, kw), stride, padding, dilation, c * kh * kw, oh, ow, x.itemsize)
     parallel_for(conv2d_images.for_dtype(x.dtype), n, np.ascontiguousarray(x),
-                 np.ascontiguousarray(weight).reshape(o, -1), bias, out, kh, kw, *stride, *padding, *dilation, rows,
+                 np.ascontiguousarray(weight).reshape(o, -1), bias, out, layout,
                  threads=_threads(n, 2 * out.size * c * kh * kw))
     return out
 
@@ -193,8 +233,9 @@ def conv2d_backward_numba(g, x, weight, stride, padding, dilation, need_dx=True,
     dw_parts = np.zeros((n_parts, o, c * kh * kw) if need_dweight else (n_parts, 0, 0), dtype=x.dtype)
     if g.size and (need_dx or need_dweight):
         parallel_for(conv2d_grads.for_dtype(x.dtype), n_parts, np.ascontiguousarray(g), np.ascontiguousarray(x),
-                     np.ascontiguousarray(weight).reshape(o, -1), dx, dw_parts, kh, kw, *stride, *padding, *dilation,
-                     _piece_rows(c * kh * kw, oh, ow, x.itemsize), chunks_per_thread=PARTS_PER_THREAD, threads=threads)
+                     np.ascontiguousarray(weight).reshape(o, -1), dx, dw_parts,
+                     _layout((kh, kw), stride, padding, dilation, c * kh * kw, oh, ow, x.itemsize),
+                     chunks_per_thread=PARTS_PER_THREAD, threads=threads)
     dweight = None
     if need_dweight:
         dweight = dw_parts.sum(axis=0).reshape(weight.shape) if n_parts else np.zeros_like(weight)  # (N = 0)
