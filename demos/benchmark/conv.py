@@ -7,9 +7,9 @@ padding 1) on 16x16 and 32x32 maps. The first layer's input needs no gradient (i
 the others' do. Both frameworks get the same weights and inputs, and their outputs are checked
 against each other before anything is timed.
 
-minigrad's convolution is im2col plus one matrix product through its own matmul kernel (then
-col2im in the backward, see minigrad/kernels/conv.py); PyTorch calls oneDNN (mkldnn) on x86 CPUs,
-which convolves directly, with no im2col copy. Ratios are torch time / minigrad time: > 1 means
+minigrad's convolution is im2col plus a matrix product through its own matmul kernel, one image
+and a few output rows at a time (then col2im in the backward, see minigrad/kernels/conv2d.py);
+PyTorch calls oneDNN (mkldnn) on x86 CPUs, which convolves directly, with no im2col copy. Ratios are torch time / minigrad time: > 1 means
 minigrad is faster.
 """
 import numpy as np
