@@ -169,14 +169,14 @@ def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
 @jit
 def piece_cols(x, n, oh0, oh1, out_w, cols, col0, kh, kw, sh, sw, ph, pw, dh, dw):
     """im2col of output rows oh0 <= oh < oh1 of image n (for conv2d.py), into the columns from col0 on
-    of cols (C kh kw, >= col0 + (oh1 - oh0) out_w), C-contiguous like x (N, C, H, W):
+    of cols (>= C kh kw, >= col0 + (oh1 - oh0) out_w), C-contiguous like x (N, C, H, W):
 
         cols[r, col0 + (oh - oh0) out_w + ow] = x[n, c, oh sh + ki dh - ph, ow sw + kj dw - pw]  (0 outside x)
 
     with r = (c kh + ki) kw + kj."""
     height, width = x.shape[2], x.shape[3]
     un = np.uintp(n)
-    for r in range(cols.shape[0]):
+    for r in range(x.shape[1] * kh * kw):
         c, k = divmod(r, kh * kw)
         ki, kj = divmod(k, kw)
         offset = kj * dw - pw
@@ -208,7 +208,7 @@ def piece_add(cols, col0, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw
     """The adjoint of ``piece_cols``: each number of cols added back into dx[n] where it was read."""
     height, width = dx.shape[2], dx.shape[3]
     un = np.uintp(n)
-    for r in range(cols.shape[0]):
+    for r in range(dx.shape[1] * kh * kw):
         c, k = divmod(r, kh * kw)
         ki, kj = divmod(k, kw)
         offset = kj * dw - pw

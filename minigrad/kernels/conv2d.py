@@ -7,20 +7,28 @@ read again far out of every cache; and the product's (O, N OH OW) result must st
 into (N, O, OH, OW). Here each image is done on its own, a *piece* of output rows at a time, as
 Caffe did and oneDNN's "gemm" convolution still does:
 
-    for each image n (the images are shared out among the threads)           conv2d_images
-        for each piece of output rows oh0 <= oh < oh1 (P = (oh1 - oh0) OW columns)
-            cols   (C kh kw, P) = the windows of those rows                 conv.py's piece_cols
-            result (O, P)       = W (O, C kh kw) @ cols                     matmul.py's block_product
-            y[n, :, oh0:oh1]    = result + bias                             (y's own layout: no transpose)
+    for each piece of the images first <= n < stop (shared out among the threads)   conv2d_images
+        cols   (C kh kw, P) = the windows of the piece's output rows       conv.py's piece_cols
+        result (O, P)       = W (O, C kh kw) @ cols                        matmul.py's block_product
+        y[n, :, oh0:oh1]    = result + bias                                (no transpose)
 
-A piece has as many rows as keep cols within ``PIECE_BYTES``, so that it is still in the L2 cache
-when the product reads it. The backward walks the same pieces and cuts the columns out again
-(cheaper than keeping them), with g[n] read in place as (O, OH OW):
+A piece is the output rows oh0 <= oh < oh1 of one image, as many as keep cols within
+``PIECE_BYTES`` so that it is still in the L2 cache when the product reads it; or, when a whole
+image's columns are small (LeNet's 10 x 10 maps), several whole images side by side, so that the
+product is wide enough to run at speed. The backward walks the same pieces and cuts the columns
+out again (cheaper than keeping them):
 
-    dW    += g[n, :, piece] @ cols^T      into the part of dW of this thread's images; the parts
-                                          are summed at the end                  conv2d_grads
-    dcols  = W^T @ g[n, :, piece]
-    dx[n] += col2im(dcols)                                                      conv.py's piece_add
+    for each piece of the images of part p                                  conv2d_grads
+        dW_p  += g[piece] @ cols^T     (each part of the batch sums its own dW; the parts are
+                                        added up at the end)
+        dcols  = W^T @ g[piece]
+        dx[n] += col2im(dcols)                                             conv.py's piece_add
+
+Every product runs whole register tiles only: W is padded with rows of zeros to a multiple of MR,
+and each piece's columns are rounded up to a multiple of NR in the buffers (the extra columns
+hold zeros or leftovers of an earlier piece: finite numbers whose results nobody reads). The edge tiles
+matmul_block would otherwise compute apart and copy cost more than a few rows of zeros at
+LeNet's 6 or 16 output channels.
 
 The numpy twins are the batch-wide form: im2col, one product, a transpose. The compiled kernels
 are float32; float64 (gradient checks) runs on the twins, as for matmul. The bias gradient, a sum
@@ -33,7 +41,7 @@ from numba import types  # noqa: E402
 
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from .conv import col2im_numpy, im2col_numpy, piece_add, piece_cols  # noqa: E402
-from .matmul import CACHE, SERIAL_FLOPS, block_product, block_scratch, strided  # noqa: E402
+from .matmul import CACHE, MR, NR, SERIAL_FLOPS, block_product, block_scratch, strided  # noqa: E402
 
 PIECE_BYTES = 512 * 1024  # the columns of one piece of output rows: at most this many bytes (or one row)
 PIECE_COLUMNS = 4096  # and at most this many columns (a 1 x 1 kernel on few channels)
@@ -45,7 +53,8 @@ def _check(name, x, weight, bias=None):
         raise ValueError(f"{name}: expected x (N, C, H, W) and weight (O, C, kh, kw), got {x.shape} and "
                          f"{weight.shape}")
     if x.dtype != weight.dtype or x.dtype not in (np.float32, np.float64):
-        raise TypeError(f"{name}: need float32 or float64 x and weight of one dtype, got {x.dtype} and {weight.dtype}")
+        raise TypeError(f"{name}: need float32 or float64 x and weight of one dtype, got {x.dtype} and "
+                        f"{weight.dtype}")
     if bias is not None and (bias.shape != (weight.shape[0],) or bias.dtype != x.dtype):
         raise ValueError(f"{name}: bias {bias.shape} {bias.dtype} does not fit {weight.shape[0]} output channels")
 
@@ -84,7 +93,7 @@ def conv2d_backward_numpy(g, x, weight, stride, padding, dilation, need_dx=True,
 # A piece is the output rows oh0 <= oh < oh1 of the images n0 <= n < n1: a few rows of one image, or
 # (when a whole image's columns are small) several whole images side by side, so that the product
 # is wide enough to run at speed. `layout` holds the ints that describe the windows and the pieces:
-LAYOUT = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "piece_rows", "piece_images")
+LAYOUT = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "piece_rows", "piece_images", "out_w")
 
 
 def _array(dtype, ndim, readonly=False):
@@ -92,15 +101,15 @@ def _array(dtype, ndim, readonly=False):
 
 
 def _forward_signature(dtype):
-    """x (N, C, H, W), w2 (O, C kh kw), bias (O,), out (N, O, OH, OW), layout, first, stop."""
-    return types.void(_array(dtype, 4, True), _array(dtype, 2, True), _array(dtype, 1, True), _array(dtype, 4),
+    """x (N, C, H, W), w2 (O', C kh kw), bias (O,), out (N, O, OH OW), layout, first, stop."""
+    return types.void(_array(dtype, 4, True), _array(dtype, 2, True), _array(dtype, 1, True), _array(dtype, 3),
                       _array(types.intp, 1, True), types.intp, types.intp)
 
 
 def _grads_signature(dtype):
-    """g (N, O, OH, OW), x, w2 (O, C kh kw), dx (N, C, H, W) zeros or empty, dw_parts (P, O, C kh kw)
-    zeros or (P, 0, 0), layout, first, stop."""
-    return types.void(_array(dtype, 4, True), _array(dtype, 4, True), _array(dtype, 2, True), _array(dtype, 4),
+    """g (N, O, OH OW), x (N, C, H, W), w_t (T', O'), dx (N, C, H, W) zeros or empty, dw_parts
+    (P, O, C kh kw) zeros or (P, 0, 0), layout, first, stop."""
+    return types.void(_array(dtype, 3, True), _array(dtype, 4, True), _array(dtype, 2, True), _array(dtype, 4),
                       _array(dtype, 3), _array(types.intp, 1, True), types.intp, types.intp)
 
 
@@ -119,73 +128,82 @@ def _pieces(n0, n_stop, out_h, piece_rows, piece_images):
     return pieces
 
 
+@jit(cache=CACHE)
+def _up(n, multiple):
+    return (n + multiple - 1) // multiple * multiple
+
+
 @typed_jit(_forward_signature, cache=CACHE)
 def conv2d_images(x, w2, bias, out, layout, first, stop):
-    """out[n] for the images first <= n < stop (see the module docstring)."""
-    kh, kw, sh, sw, ph, pw, dh, dw, piece_rows, piece_images = layout
-    n_out, n_taps = w2.shape
-    out_h, out_w = out.shape[2], out.shape[3]
-    most = piece_images * piece_rows * out_w  # columns in a piece
-    cols_buffer = np.empty(n_taps * most, dtype=out.dtype)
-    result_buffer = np.empty(n_out * most, dtype=out.dtype)
+    """out[n] for the images first <= n < stop (see the module docstring). w2 has O' >= O rows,
+    a whole number of MR (the rows past O are zeros): the product then runs whole tiles only,
+    with every piece's columns rounded up to whole strips of NR as well."""
+    kh, kw, sh, sw, ph, pw, dh, dw, piece_rows, piece_images, out_w = layout
+    n_rows, n_taps = w2.shape
+    n_out = out.shape[1]
+    most = _up(piece_images * piece_rows * out_w, NR)  # columns in a piece, at most
+    cols_buffer = np.zeros(n_taps * most, dtype=out.dtype)
+    result_buffer = np.empty(n_rows * most, dtype=out.dtype)
     scratch = block_scratch(out, most)
     w = strided(w2)
-    for piece in _pieces(first, stop, out_h, piece_rows, piece_images):
+    for piece in _pieces(first, stop, out.shape[2] // out_w, piece_rows, piece_images):
         n0, n1, oh0, oh1 = piece[0], piece[1], piece[2], piece[3]
         per_image = (oh1 - oh0) * out_w
-        width = (n1 - n0) * per_image
+        width = _up((n1 - n0) * per_image, NR)  # (the columns past the piece's hold finite leftovers)
         cols = cols_buffer[:n_taps * width].reshape((n_taps, width))
-        result = result_buffer[:n_out * width].reshape((n_out, width))
+        result = result_buffer[:n_rows * width].reshape((n_rows, width))
         for n in range(n0, n1):
             piece_cols(x, n, oh0, oh1, out_w, cols, (n - n0) * per_image, kh, kw, sh, sw, ph, pw, dh, dw)
         block_product(w, strided(cols), result, scratch)
-        for n in range(n0, n1):
-            un = np.uintp(n)
+        for n in range(n0, n1):  # out[n, o, oh0 OW:oh1 OW] = result[o, the image's columns] + bias[o]
+            un, src, dst = np.uintp(n), np.uintp((n - n0) * per_image), np.uintp(oh0 * out_w)
             for o in range(n_out):
                 b, uo = bias[o], np.uintp(o)
-                for oh in range(oh0, oh1):
-                    start = np.uintp((n - n0) * per_image + (oh - oh0) * out_w)
-                    for ow in range(np.uintp(out_w)):
-                        out[un, uo, np.uintp(oh), ow] = result[uo, start + ow] + b
+                for j in range(np.uintp(per_image)):
+                    out[un, uo, dst + j] = result[uo, src + j] + b
 
 
 @typed_jit(_grads_signature, cache=CACHE)
-def conv2d_grads(g, x, w2, dx, dw_parts, layout, first, stop):
+def conv2d_grads(g, x, w_t, dx, dw_parts, layout, first, stop):
     """For the parts first <= p < stop: dx of their images, and their sum of dW into dw_parts[p].
-    Part p is the images p N / P <= n < (p + 1) N / P, P = dw_parts.shape[0]."""
-    kh, kw, sh, sw, ph, pw, dh, dw, piece_rows, piece_images = layout
-    n_images, n_out, out_h, out_w = g.shape
-    n_parts, n_taps = dw_parts.shape[0], w2.shape[1]
+    Part p is the images p N / P <= n < (p + 1) N / P, P = dw_parts.shape[0]. w_t is W^T padded with
+    zeros to T' x O' (whole tiles of MR x NR as in conv2d_images)."""
+    kh, kw, sh, sw, ph, pw, dh, dw, piece_rows, piece_images, out_w = layout
+    n_images, n_out, out_h = g.shape[0], g.shape[1], g.shape[2] // out_w
+    n_taps, n_parts = x.shape[1] * kh * kw, dw_parts.shape[0]
+    taps_up, out_up = w_t.shape  # T' >= n_taps rows, O' >= n_out columns
     need_dx, need_dw = dx.shape[0] > 0, dw_parts.shape[1] > 0
-    most = piece_images * piece_rows * out_w
-    cols_buffer = np.empty(n_taps * most, dtype=g.dtype)
-    g_buffer = np.empty(n_out * most, dtype=g.dtype)
-    dw_piece = np.empty((n_out, n_taps), dtype=g.dtype)
+    most = _up(piece_images * piece_rows * out_w, NR)
+    cols_buffer = np.zeros(taps_up * most, dtype=g.dtype)
+    g_buffer = np.zeros(out_up * most, dtype=g.dtype)
+    dw_piece = np.empty((out_up, n_taps), dtype=g.dtype)
     scratch = block_scratch(g, max(most, n_taps))
-    w_t = strided(w2).T  # (C kh kw, O)
+    w = strided(w_t)
     for p in range(first, stop):
         n_lo, n_hi = p * n_images // n_parts, (p + 1) * n_images // n_parts
         for piece in _pieces(n_lo, n_hi, out_h, piece_rows, piece_images):
             n0, n1, oh0, oh1 = piece[0], piece[1], piece[2], piece[3]
             per_image = (oh1 - oh0) * out_w
-            width = (n1 - n0) * per_image
-            cols = cols_buffer[:n_taps * width].reshape((n_taps, width))
-            g_piece = g_buffer[:n_out * width].reshape((n_out, width))  # g of the piece, (O, columns)
+            used = (n1 - n0) * per_image
+            width = _up(used, NR)
+            g_piece = g_buffer[:out_up * width].reshape((out_up, width))  # g of the piece (rows past O: 0)
             for n in range(n0, n1):
+                un, src, dst = np.uintp(n), np.uintp(oh0 * out_w), np.uintp((n - n0) * per_image)
                 for o in range(n_out):
-                    for oh in range(oh0, oh1):
-                        start = (n - n0) * per_image + (oh - oh0) * out_w
-                        for ow in range(out_w):
-                            g_piece[o, start + ow] = g[n, o, oh, ow]
-            if need_dw:  # dW += g cols^T
+                    uo = np.uintp(o)
+                    for j in range(np.uintp(per_image)):
+                        g_piece[uo, dst + j] = g[un, uo, src + j]
+            if need_dw:  # dW += g cols^T, over the piece's columns only
+                cols = cols_buffer[:taps_up * used].reshape((taps_up, used))
                 for n in range(n0, n1):
                     piece_cols(x, n, oh0, oh1, out_w, cols, (n - n0) * per_image, kh, kw, sh, sw, ph, pw, dh, dw)
-                block_product(strided(g_piece), strided(cols).T, dw_piece, scratch)
+                block_product(strided(g_piece)[:, :used], strided(cols).T[:, :n_taps], dw_piece, scratch)
                 for o in range(n_out):
                     for t in range(n_taps):
                         dw_parts[p, o, t] += dw_piece[o, t]
             if need_dx:  # dcols = W^T g, added back into dx
-                block_product(w_t, strided(g_piece), cols, scratch)
+                cols = cols_buffer[:taps_up * width].reshape((taps_up, width))
+                block_product(w, strided(g_piece), cols, scratch)
                 for n in range(n0, n1):
                     piece_add(cols, (n - n0) * per_image, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw)
 
@@ -197,7 +215,7 @@ def _layout(kernel, stride, padding, dilation, n_taps, out_h, out_w, itemsize):
     image_columns = max(1, min(PIECE_BYTES // (n_taps * itemsize), PIECE_COLUMNS))  # columns that fit
     rows = max(1, min(out_h, image_columns // out_w))
     images = max(1, image_columns // (out_h * out_w)) if rows == out_h else 1
-    return np.array([*kernel, *stride, *padding, *dilation, rows, images], dtype=np.intp)
+    return np.array([*kernel, *stride, *padding, *dilation, rows, images, out_w], dtype=np.intp)
 
 
 def _threads(n, flops):
@@ -215,9 +233,10 @@ def conv2d_forward_numba(x, weight, bias, stride, padding, dilation, out_size):
         return out
     bias = np.zeros(o, x.dtype) if bias is None else np.ascontiguousarray(bias)
     layout = _layout((kh, kw), stride, padding, dilation, c * kh * kw, oh, ow, x.itemsize)
-    parallel_for(conv2d_images.for_dtype(x.dtype), n, np.ascontiguousarray(x),
-                 np.ascontiguousarray(weight).reshape(o, -1), bias, out, layout,
-                 threads=_threads(n, 2 * out.size * c * kh * kw))
+    w2 = np.zeros((-(-o // MR) * MR, c * kh * kw), dtype=x.dtype)  # rows past O: zeros (whole tiles)
+    w2[:o] = weight.reshape(o, -1)
+    parallel_for(conv2d_images.for_dtype(x.dtype), n, np.ascontiguousarray(x), w2, bias, out.reshape(n, o, -1),
+                 layout, threads=_threads(n, 2 * out.size * c * kh * kw))
     return out
 
 
@@ -232,8 +251,10 @@ def conv2d_backward_numba(g, x, weight, stride, padding, dilation, need_dx=True,
     dx = np.zeros(x.shape if need_dx else (0, 0, 0, 0), dtype=x.dtype)
     dw_parts = np.zeros((n_parts, o, c * kh * kw) if need_dweight else (n_parts, 0, 0), dtype=x.dtype)
     if g.size and (need_dx or need_dweight):
-        parallel_for(conv2d_grads.for_dtype(x.dtype), n_parts, np.ascontiguousarray(g), np.ascontiguousarray(x),
-                     np.ascontiguousarray(weight).reshape(o, -1), dx, dw_parts,
+        w_t = np.zeros((-(-(c * kh * kw) // MR) * MR, -(-o // MR) * MR), dtype=x.dtype)  # W^T, zeros around
+        w_t[:c * kh * kw, :o] = weight.reshape(o, -1).T
+        parallel_for(conv2d_grads.for_dtype(x.dtype), n_parts, np.ascontiguousarray(g).reshape(n, o, -1),
+                     np.ascontiguousarray(x), w_t, dx, dw_parts,
                      _layout((kh, kw), stride, padding, dilation, c * kh * kw, oh, ow, x.itemsize),
                      chunks_per_thread=PARTS_PER_THREAD, threads=threads)
     dweight = None

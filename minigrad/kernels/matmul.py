@@ -574,9 +574,8 @@ def block_product(a, b, c, scratch):
     """c = a @ b with matmul_block, all of it: a (M, K) and b (K, N) strided, c (M, N) C-contiguous,
     scratch from ``block_scratch`` (for at least N columns)."""
     packed_a, packed_b, edge, no_bias = scratch
-    zero = np.intp(0)
-    matmul_block(a, b, c, no_bias, zero, np.intp((c.shape[1] + NR - 1) // NR), zero, np.intp((c.shape[0] + MR - 1) // MR),
-                 packed_a, packed_b, edge)
+    n_strips, n_blocks = np.intp((c.shape[1] + NR - 1) // NR), np.intp((c.shape[0] + MR - 1) // MR)
+    matmul_block(a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge)
 
 
 @jit(cache=CACHE)
