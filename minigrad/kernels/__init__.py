@@ -165,6 +165,18 @@ def gelu_backward(x, g, approximate=False):
     return _run("gelu_backward", x, g, approximate)
 
 
+@_kernel("relu")
+def relu_forward(x):
+    """max(x, 0), elementwise."""
+    return _run("relu_forward", x)
+
+
+@_kernel("relu")
+def relu_backward(x, g):
+    """dx = g where x > 0, else 0."""
+    return _run("relu_backward", x, g)
+
+
 @_kernel("cross_entropy")
 def cross_entropy_forward(logits, targets, ignore_index=-100, label_smoothing=0.0):
     """(losses (R,), lse (R,)) of logits (R, V) against integer targets (R,)."""
