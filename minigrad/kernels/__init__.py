@@ -177,6 +177,30 @@ def relu_backward(x, g):
     return _run("relu_backward", x, g)
 
 
+@_kernel("rnn")
+def lstm_cell_forward(pre, c_prev, acts, c, tanh_c, h):
+    """One LSTM step after its product: pre (N, 4H) -> acts (N, 4H), c, tanh(c), h (N, H), in place."""
+    return _run("lstm_cell_forward", pre, c_prev, acts, c, tanh_c, h)
+
+
+@_kernel("rnn")
+def lstm_cell_backward(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
+    """Its backward: dh, dc (N, H) -> dpre (N, 4H), dc_prev (N, H), in place."""
+    return _run("lstm_cell_backward", dh, dc, acts, c_prev, tanh_c, dpre, dc_prev)
+
+
+@_kernel("rnn")
+def gru_cell_forward(gi, gh, h_prev, acts, h):
+    """One GRU step after its product: gi, gh (N, 3H), h_prev (N, H) -> acts (N, 3H), h (N, H), in place."""
+    return _run("gru_cell_forward", gi, gh, h_prev, acts, h)
+
+
+@_kernel("rnn")
+def gru_cell_backward(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
+    """Its backward: dh (N, H) -> dgi, dgh (N, 3H), dh_prev = dh z (N, H), in place."""
+    return _run("gru_cell_backward", dh, acts, gh, h_prev, dgi, dgh, dh_prev)
+
+
 @_kernel("cross_entropy")
 def cross_entropy_forward(logits, targets, ignore_index=-100, label_smoothing=0.0):
     """(losses (R,), lse (R,)) of logits (R, V) against integer targets (R,)."""

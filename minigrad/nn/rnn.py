@@ -13,7 +13,10 @@ else 1, S = num_layers * D (one initial and one final state per layer and direct
 
 Every one is written with minigrad's ops (linear, sigmoid, tanh, chunk, indexing, stack; the tanh
 RNN's step is the one fused op `ops.RNNTanhCell`), so the gradient through time, from the last
-step back to the first, is the autograd walk's: no backward is written in this file.
+step back to the first, is the autograd walk's: no backward is written in this file. The layers
+`LSTM` and `GRU` run each layer and direction as one op instead (ops_rnn.py: the same cell, its
+backpropagation through time written out, a third of the time); `_step` is the same step as ops,
+and the tests check that both give the same numbers.
 
 The parameters of layer k have PyTorch's names and shapes, with the gates stacked in PyTorch's
 order, so `state_dict()` loads into `torch.nn.GRU(...)` of the same settings, and back:
@@ -32,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from .. import devices, ops
+from .. import devices, ops, ops_rnn
 from ..creation import as_tensor, cat, dropout, stack, zeros
 from ..tensor import Tensor
 from . import functional as F
@@ -358,6 +361,8 @@ class RNNBase(Module):
     def _direction(self, x, state, weights, reverse):
         """One layer in one direction over the L steps of x (L, N, I_layer): (L, N, H) and the last state."""
         w_ih, w_hh, b_ih, b_hh = weights
+        if self._layer_op:  # LSTM and GRU: one op for the whole sequence (ops_rnn.py)
+            return self._sequence(F.linear(x, w_ih, b_ih), state, w_hh, b_hh, reverse)
         length = x.shape[0]
         if self._fused:  # the tanh RNN: one fused op per step, input's part included
             step, inputs = (lambda x_t, s: rnn_tanh_cell(x_t, s, w_ih, w_hh, b_ih, b_hh)), x
@@ -370,6 +375,7 @@ class RNNBase(Module):
         return stack(hs, dim=0), state
 
     _fused = False
+    _layer_op = False
 
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"
@@ -418,9 +424,15 @@ class GRU(RNNBase):
     (3H, I or D*H), weight_hh_l{k} (3H, H), bias_ih_l{k}, bias_hh_l{k} (3H,)."""
 
     gates = 3
+    _layer_op = True
 
     def _step(self, gi, h, w_hh, b_hh):
         return _gru_step(gi, h, w_hh, b_hh)
+
+    def _sequence(self, gi, h0, w_hh, b_hh, reverse):
+        """All the steps of one layer and direction as one op (the same numbers as _step's loop)."""
+        hs = ops_rnn.GRULayer.apply(*((gi, h0, w_hh) if b_hh is None else (gi, h0, w_hh, b_hh)), reverse=reverse)
+        return hs, hs[0] if reverse else hs[-1]
 
 
 class LSTM(RNNBase):
@@ -441,8 +453,16 @@ class LSTM(RNNBase):
             raise NotImplementedError(f"LSTM: proj_size={proj_size} is not supported (only proj_size=0)")
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype, device)
 
+    _layer_op = True
+
     def _step(self, gi, state, w_hh, b_hh):
         return _lstm_step(gi, state, w_hh, b_hh)
+
+    def _sequence(self, gi, state, w_hh, b_hh, reverse):
+        """All the steps of one layer and direction as one op (the same numbers as _step's loop)."""
+        h0, c0 = state
+        hs, c_n = ops_rnn.LSTMLayer.apply(gi if b_hh is None else gi + b_hh, h0, c0, w_hh, reverse=reverse)
+        return hs, (hs[0] if reverse else hs[-1], c_n)
 
     def forward(self, input, hx=None):
         x, batched = self._input(input)
