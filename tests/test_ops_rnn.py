@@ -9,6 +9,7 @@ import minigrad as mg
 from minigrad import ops_rnn
 from minigrad.nn import functional as F
 from minigrad.nn.rnn import _gru_step, _lstm_step
+from helpers import num_threads
 from strategies import TIGHT
 
 
@@ -78,15 +79,17 @@ def test_layer_op_gradcheck_every_element(kind):
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
-def test_float32_on_the_kernels_matches_the_numpy_backend(kind):
+@pytest.mark.parametrize("batch, threads, reverse", [(8, 1, False), (37, 2, True)])
+def test_float32_on_the_kernels_matches_the_numpy_backend(kind, batch, threads, reverse):
+    """The compiled layers (with 37 rows on two threads: 18 and 19 rows each) against the twins."""
     rng = np.random.default_rng(2)
-    t = _tensors(rng, kind, length=16, batch=8, size=6, hidden=32, dtype=np.float32)
+    t = _tensors(rng, kind, length=16, batch=batch, size=6, hidden=32, dtype=np.float32)
     results = []
     for backend in ("numba", "numpy"):
-        with mg.use_backend(backend):
+        with mg.use_backend(backend), num_threads(threads):
             for v in t.values():
                 v.grad = None
-            outs = _by_op(kind, t, reverse=False)
+            outs = _by_op(kind, t, reverse=reverse)
             sum((o.sum() for o in outs), mg.tensor(np.float32(0))).backward()
             results.append(([o.numpy() for o in outs], {k: v.grad.numpy() for k, v in t.items()}))
     # per step, sums of ~40 products of size ~1 (40 eps) and a few ulp from the kernels' sigmoid and

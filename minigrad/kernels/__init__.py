@@ -178,27 +178,27 @@ def relu_backward(x, g):
 
 
 @_kernel("rnn")
-def lstm_cell_forward(pre, c_prev, acts, c, tanh_c, h):
-    """One LSTM step after its product: pre (N, 4H) -> acts (N, 4H), c, tanh(c), h (N, H), in place."""
-    return _run("lstm_cell_forward", pre, c_prev, acts, c, tanh_c, h)
+def lstm_layer_forward(gi, h0, c0, w_hh, reverse=False):
+    """One LSTM layer over every step: gi (L, N, 4H), h0, c0 (N, H) -> (hs, cs, tanh_cs, acts)."""
+    return _run("lstm_layer_forward", gi, h0, c0, w_hh, reverse)
 
 
 @_kernel("rnn")
-def lstm_cell_backward(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
-    """Its backward: dh, dc (N, H) -> dpre (N, 4H), dc_prev (N, H), in place."""
-    return _run("lstm_cell_backward", dh, dc, acts, c_prev, tanh_c, dpre, dc_prev)
+def lstm_layer_backward(g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse=False):
+    """Its backward through time: -> (dgates (L, N, 4H), dh0, dc0)."""
+    return _run("lstm_layer_backward", g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse)
 
 
 @_kernel("rnn")
-def gru_cell_forward(gi, gh, h_prev, acts, h):
-    """One GRU step after its product: gi, gh (N, 3H), h_prev (N, H) -> acts (N, 3H), h (N, H), in place."""
-    return _run("gru_cell_forward", gi, gh, h_prev, acts, h)
+def gru_layer_forward(gi, h0, w_hh, b_hh=None, reverse=False):
+    """One GRU layer over every step: gi (L, N, 3H), h0 (N, H) -> (hs, acts, ghs)."""
+    return _run("gru_layer_forward", gi, h0, w_hh, b_hh, reverse)
 
 
 @_kernel("rnn")
-def gru_cell_backward(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
-    """Its backward: dh (N, H) -> dgi, dgh (N, 3H), dh_prev = dh z (N, H), in place."""
-    return _run("gru_cell_backward", dh, acts, gh, h_prev, dgi, dgh, dh_prev)
+def gru_layer_backward(g_hs, h0, w_hh, hs, acts, ghs, reverse=False):
+    """Its backward through time: -> (dgi, dgh (L, N, 3H), dh0)."""
+    return _run("gru_layer_backward", g_hs, h0, w_hh, hs, acts, ghs, reverse)
 
 
 @_kernel("cross_entropy")

@@ -1,10 +1,17 @@
-"""The elementwise half of one LSTM or GRU step, forward and backward (for ops_rnn.py).
+"""One LSTM or GRU layer in one direction over a whole sequence, forward and backward (for
+ops_rnn.py, which explains the backpropagation through time).
 
-A recurrent step is one matrix product, h W_hh^T, and then a dozen elementwise operations on
-(N, H) arrays: sigmoids, tanhs, products, sums. As separate ops, each costs more in Python than in
-arithmetic at a char-RNN's sizes (N = 32, H = 128). Here they are one pass over the gates, on the
-calling thread (a step's arrays are too small to share out). All arrays are (N, G*H) for the gates and (N, H) for a state; the results go into arrays the
-caller passes (``out`` arguments), so that the sequence's arrays are allocated once, not per step.
+Each step is one matrix product, h W_hh^T, that must wait for the step before, and then a dozen
+elementwise operations on (N, H) arrays: sigmoids, tanhs, products, sums. As separate ops, each
+costs more in Python than in arithmetic at a char-RNN's sizes (N = 32, H = 128). Here:
+
+- ``*_cell_*``: the elementwise half of one step, as one pass over the gates. All arrays are
+  (N, G*H) for the gates and (N, H) for a state; the results go into arrays the caller passes.
+- ``*_layer_*``: the loop over the steps. The numpy twins are that loop written plainly (a product,
+  then the cell); the compiled kernels run it with no Python between the steps, and in parallel
+  over the batch: the rows of h never mix (row n of h_t depends on row n of h_{t-1} only), so each
+  thread runs every step for its own rows, with no waiting for the others between steps
+  (``_lstm_rows``, ``_gru_rows`` and their backwards; the products are matmul.py's blocked kernel).
 
 LSTM, gates stacked (i, f, g, o) as in PyTorch; pre = x W_ih^T + b_ih + h W_hh^T + b_hh:
 
@@ -26,8 +33,7 @@ because r multiplies the hidden part of n:
                                                 dgh     = (dpre_r, dpre_z, dpre_n r)
                                                 dh_prev = dh z    (+ dgh W_hh, the caller's product)
 
-The numpy twins are those lines. The compiled kernels (float32 and C-contiguous arrays; others run
-on the twins)
+The numpy twins are those lines. The compiled kernels (float32; other dtypes run on the twins)
 compute sigmoid and tanh from one ``fast_exp`` of -|x| (as gelu.py does), which LLVM runs a
 whole SIMD register at a time: sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) below, with
 e = exp(-|x|), to a few units of float32 rounding; tanh(x) = sign(x) (1 - e) / (1 + e) with
@@ -38,7 +44,11 @@ import numpy as np
 from ._jit import jit, typed_jit  # first: it sets LLVM options before numba is imported
 
 from numba import types  # noqa: E402
+from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from ._simd import fast_exp  # noqa: E402
+from .matmul import CACHE, NR, block_product, block_scratch, strided  # noqa: E402
+
+ROWS_PER_THREAD = 8  # fewer batch rows than this per thread: one thread runs the layer
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -93,16 +103,65 @@ def gru_cell_backward_numpy(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
     dh_prev[...] = dh * z
 
 
-# ---------------------------------------------------------------------------------------------------
-# Compiled kernels: one version each, for C-contiguous float32 arrays (read-only, then written)
-# ---------------------------------------------------------------------------------------------------
-def _signature(n_read, n_written):
-    def signature(dtype):
-        read, written = types.Array(dtype, 2, "C", readonly=True), types.Array(dtype, 2, "C")
-        return types.void(*[read] * n_read, *[written] * n_written)
-    return signature
+def _steps(length, reverse):
+    """The steps in the order they run: 0 ... L-1, or L-1 ... 0 for the reverse direction."""
+    return range(length - 1, -1, -1) if reverse else range(length)
 
 
+def lstm_layer_forward_numpy(gi, h0, c0, w_hh, reverse=False):
+    """gi (L, N, 4H) = x W_ih^T + b_ih + b_hh at every step, h0, c0 (N, H), w_hh (4H, H)
+    -> hs, cs, tanh_cs (L, N, H) (h, c, tanh(c) after every step) and acts (L, N, 4H) (the gates)."""
+    length, batch, n_gates = gi.shape
+    hs, cs, tanh_cs = (np.empty((length, batch, n_gates // 4), gi.dtype) for _ in range(3))
+    acts = np.empty_like(gi)
+    h, c = h0, c0
+    for t in _steps(length, reverse):
+        lstm_cell_forward_numpy(gi[t] + h @ w_hh.T, c, acts[t], cs[t], tanh_cs[t], hs[t])
+        h, c = hs[t], cs[t]
+    return hs, cs, tanh_cs, acts
+
+
+def lstm_layer_backward_numpy(g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse=False):
+    """The gradients of hs (L, N, H) and of the last c (N, H) -> dgates (L, N, 4H) (= the gradient of
+    gi), dh0, dc0 (N, H). The steps run backwards; dh is carried to the step before through W_hh."""
+    dgates = np.empty_like(acts)
+    dh, dc = np.zeros_like(h0), np.array(g_c, dtype=acts.dtype)
+    first = _steps(len(acts), reverse)[0]  # the sequence's first step: its c_prev is c0
+    for t in _steps(len(acts), not reverse):
+        c_prev = c0 if t == first else cs[t + 1 if reverse else t - 1]
+        lstm_cell_backward_numpy(g_hs[t] + dh, dc, acts[t], c_prev, tanh_cs[t], dgates[t], dc)
+        dh = dgates[t] @ w_hh
+    return dgates, dh, dc
+
+
+def gru_layer_forward_numpy(gi, h0, w_hh, b_hh=None, reverse=False):
+    """gi (L, N, 3H) = x W_ih^T + b_ih at every step, h0 (N, H), w_hh (3H, H), b_hh (3H,) or None
+    -> hs (L, N, H), acts (L, N, 3H) (r, z, n) and ghs (L, N, 3H) (h_{t-1} W_hh^T + b_hh)."""
+    length, batch, n_gates = gi.shape
+    hs, acts, ghs = np.empty((length, batch, n_gates // 3), gi.dtype), np.empty_like(gi), np.empty_like(gi)
+    h = h0
+    for t in _steps(length, reverse):
+        ghs[t] = h @ w_hh.T + (0 if b_hh is None else b_hh)
+        gru_cell_forward_numpy(gi[t], ghs[t], h, acts[t], hs[t])
+        h = hs[t]
+    return hs, acts, ghs
+
+
+def gru_layer_backward_numpy(g_hs, h0, w_hh, hs, acts, ghs, reverse=False):
+    """The gradient of hs (L, N, H) -> dgi, dgh (L, N, 3H) (the gradients of gi and of the ghs) and dh0."""
+    dgi, dgh = np.empty_like(acts), np.empty_like(acts)
+    dh, dh_direct = np.zeros_like(h0), np.empty_like(h0)
+    first = _steps(len(acts), reverse)[0]
+    for t in _steps(len(acts), not reverse):
+        h_prev = h0 if t == first else hs[t + 1 if reverse else t - 1]
+        gru_cell_backward_numpy(g_hs[t] + dh, acts[t], ghs[t], h_prev, dgi[t], dgh[t], dh_direct)
+        dh = dh_direct + dgh[t] @ w_hh
+    return dgi, dgh, dh
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compiled kernels
+# ---------------------------------------------------------------------------------------------------
 @jit(error_model="numpy")
 def _sigmoid_fast(x):
     e = fast_exp(-abs(x))
@@ -120,8 +179,8 @@ def _tanh_fast(x):
 # a pass a SIMD register at a time only when it can check cheaply that the arrays a loop writes do
 # not overlap those it reads, and one loop over all six arrays of a step is past that (it then ran
 # nine times slower). numba's handling of negative indices would stop it too (see matmul.py).
-@typed_jit(_signature(2, 4), error_model="numpy")
-def _lstm_forward(pre, c_prev, acts, c, tanh_c, h):
+@jit(error_model="numpy")
+def _lstm_cell(pre, c_prev, acts, c, tanh_c, h):
     n_rows, hidden = c_prev.shape
     u1, u2, u3 = np.uintp(hidden), np.uintp(2 * hidden), np.uintp(3 * hidden)
     for row in range(n_rows):
@@ -141,8 +200,8 @@ def _lstm_forward(pre, c_prev, acts, c, tanh_c, h):
             hn[j] = a[u3 + j] * tc[j]
 
 
-@typed_jit(_signature(5, 2), error_model="numpy")
-def _lstm_backward(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
+@jit(error_model="numpy")
+def _lstm_cell_backward(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
     n_rows, hidden = dh.shape
     u1, u2, u3 = np.uintp(hidden), np.uintp(2 * hidden), np.uintp(3 * hidden)
     one = np.float32(1)
@@ -164,8 +223,8 @@ def _lstm_backward(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
             dcp[j] = dcp[j] * a[u1 + j]
 
 
-@typed_jit(_signature(3, 2), error_model="numpy")
-def _gru_forward(gi, gh, h_prev, acts, h):
+@jit(error_model="numpy")
+def _gru_cell(gi, gh, h_prev, acts, h):
     n_rows, hidden = h_prev.shape
     u1, u2 = np.uintp(hidden), np.uintp(2 * hidden)
     for row in range(n_rows):
@@ -179,8 +238,8 @@ def _gru_forward(gi, gh, h_prev, acts, h):
             hn[j] = a[u2 + j] + a[u1 + j] * (hp[j] - a[u2 + j])
 
 
-@typed_jit(_signature(4, 3), error_model="numpy")
-def _gru_backward(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
+@jit(error_model="numpy")
+def _gru_cell_backward(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
     n_rows, hidden = dh.shape
     u1, u2 = np.uintp(hidden), np.uintp(2 * hidden)
     one = np.float32(1)
@@ -201,34 +260,200 @@ def _gru_backward(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
             dhp[j] = d_h[j] * a[u1 + j]
 
 
-def _compiled(*arrays):
-    """Do these arrays go to the kernels: float32 and C-contiguous (the others: the twins)."""
-    return all(a.dtype == np.float32 and a.flags.c_contiguous for a in arrays)
+# The layers: each call runs every step for the batch rows first <= n < stop.
+def _layer_signature(read, written, *more):
+    """C-contiguous arrays, `read` read-only and `written` writable, given by their ndim; then more types."""
+    def signature(dtype):
+        return types.void(*[types.Array(dtype, n, "C", readonly=True) for n in read],
+                          *[types.Array(dtype, n, "C") for n in written], *more, types.intp, types.intp)
+    return signature
 
 
+@jit(cache=CACHE)
+def _pack(b):
+    """b (K, N), any strides -> its column strips (ceil(N / NR), K, NR), zeros past column N. The
+    products of every step read these in place: packed once per layer, not once per step."""
+    n_inner, n_cols = b.shape
+    strips = np.zeros(((n_cols + NR - 1) // NR, n_inner, NR), dtype=b.dtype)
+    for s in range(strips.shape[0]):
+        for k in range(n_inner):
+            for jj in range(min(NR, n_cols - s * NR)):
+                strips[s, k, jj] = b[k, s * NR + jj]
+    return strips
+
+
+@jit(cache=CACHE)
+def _times(a, strips, out, tile, scratch):
+    """out (M, N) = a (M, K) @ the matrix packed in strips, one strip of NR columns at a time, each
+    product into tile (M, NR) and then copied into place."""
+    n_cols = out.shape[1]
+    for s in range(strips.shape[0]):
+        block_product(strided(a), strided(strips[s]), tile, scratch)
+        for r in range(out.shape[0]):
+            src, dst = tile[r], out[r]
+            for jj in range(min(NR, n_cols - s * NR)):
+                dst[s * NR + jj] = src[jj]
+
+
+@typed_jit(_layer_signature((3, 2, 2, 2), (3, 3, 3, 3), types.boolean), cache=CACHE, error_model="numpy")
+def _lstm_rows(gi, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse, first, stop):
+    """lstm_layer_forward for the rows first:stop of the batch."""
+    length, n_gates = gi.shape[0], gi.shape[2]
+    pre, tile = np.empty((stop - first, n_gates), dtype=gi.dtype), np.empty((stop - first, NR), dtype=gi.dtype)
+    scratch = block_scratch(pre, NR)
+    w_t = _pack(w_hh.T)  # W_hh^T (H, 4H)
+    h_prev, c_prev = h0[first:stop].copy(), c0[first:stop].copy()
+    for s in range(length):
+        t = length - 1 - s if reverse else s
+        _times(h_prev, w_t, pre, tile, scratch)  # pre = h_{t-1} W_hh^T + gi[t]
+        for r in range(stop - first):
+            p, g = pre[r], gi[t, first + r]
+            for j in range(np.uintp(n_gates)):
+                p[j] += g[j]
+        h, c = hs[t, first:stop], cs[t, first:stop]
+        _lstm_cell(pre, c_prev, acts[t, first:stop], c, tanh_cs[t, first:stop], h)
+        h_prev, c_prev = h, c
+
+
+@typed_jit(_layer_signature((3, 2, 2, 2, 3, 3, 3), (3, 2, 2), types.boolean), cache=CACHE, error_model="numpy")
+def _lstm_rows_backward(g_hs, g_c, c0, w_hh, cs, tanh_cs, acts, dgates, dh0, dc0, reverse, first, stop):
+    """lstm_layer_backward for the rows first:stop of the batch."""
+    length, rows, hidden = cs.shape[0], stop - first, cs.shape[2]
+    dh, dh_t = np.zeros((rows, hidden), dtype=cs.dtype), np.empty((rows, hidden), dtype=cs.dtype)
+    dc, dc_prev = g_c[first:stop].copy(), np.empty((rows, hidden), dtype=cs.dtype)
+    tile = np.empty((rows, NR), dtype=cs.dtype)
+    scratch = block_scratch(dh, NR)
+    w = _pack(w_hh)  # (4H, H)
+    for s in range(length):  # the steps, the last one first
+        t = s if reverse else length - 1 - s
+        c_prev = c0[first:stop] if s == length - 1 else cs[t + 1 if reverse else t - 1, first:stop]
+        for r in range(rows):
+            a, b, out = g_hs[t, first + r], dh[r], dh_t[r]
+            for j in range(np.uintp(hidden)):
+                out[j] = a[j] + b[j]
+        d = dgates[t, first:stop]
+        _lstm_cell_backward(dh_t, dc, acts[t, first:stop], c_prev, tanh_cs[t, first:stop], d, dc_prev)
+        dc, dc_prev = dc_prev, dc
+        _times(d, w, dh, tile, scratch)  # dh_{t-1} = dgates[t] W_hh
+    for r in range(rows):
+        for j in range(hidden):
+            dh0[first + r, j], dc0[first + r, j] = dh[r, j], dc[r, j]
+
+
+@typed_jit(_layer_signature((3, 2, 2, 1), (3, 3, 3), types.boolean), cache=CACHE, error_model="numpy")
+def _gru_rows(gi, h0, w_hh, b_hh, hs, acts, ghs, reverse, first, stop):
+    """gru_layer_forward for the rows first:stop of the batch (b_hh: zeros without a bias)."""
+    length, n_gates = gi.shape[0], gi.shape[2]
+    tile = np.empty((stop - first, NR), dtype=gi.dtype)
+    scratch = block_scratch(hs, NR)
+    w_t = _pack(w_hh.T)  # W_hh^T (H, 3H)
+    h_prev = h0[first:stop].copy()
+    for s in range(length):
+        t = length - 1 - s if reverse else s
+        gh = ghs[t, first:stop]
+        _times(h_prev, w_t, gh, tile, scratch)  # gh = h_{t-1} W_hh^T + b_hh
+        for r in range(stop - first):
+            row = gh[r]
+            for j in range(np.uintp(n_gates)):
+                row[j] += b_hh[j]
+        h = hs[t, first:stop]
+        _gru_cell(gi[t, first:stop], gh, h_prev, acts[t, first:stop], h)
+        h_prev = h
+
+
+@typed_jit(_layer_signature((3, 2, 2, 3, 3, 3), (3, 3, 2), types.boolean), cache=CACHE, error_model="numpy")
+def _gru_rows_backward(g_hs, h0, w_hh, hs, acts, ghs, dgi, dgh, dh0, reverse, first, stop):
+    """gru_layer_backward for the rows first:stop of the batch."""
+    length, rows, hidden = hs.shape[0], stop - first, hs.shape[2]
+    dh, dh_t = np.zeros((rows, hidden), dtype=hs.dtype), np.empty((rows, hidden), dtype=hs.dtype)
+    dh_direct, dh_w = np.empty((rows, hidden), dtype=hs.dtype), np.empty((rows, hidden), dtype=hs.dtype)
+    tile = np.empty((rows, NR), dtype=hs.dtype)
+    scratch = block_scratch(dh, NR)
+    w = _pack(w_hh)  # (3H, H)
+    for s in range(length):  # the steps, the last one first
+        t = s if reverse else length - 1 - s
+        h_prev = h0[first:stop] if s == length - 1 else hs[t + 1 if reverse else t - 1, first:stop]
+        for r in range(rows):
+            a, b, out = g_hs[t, first + r], dh[r], dh_t[r]
+            for j in range(np.uintp(hidden)):
+                out[j] = a[j] + b[j]
+        _gru_cell_backward(dh_t, acts[t, first:stop], ghs[t, first:stop], h_prev, dgi[t, first:stop],
+                           dgh[t, first:stop], dh_direct)
+        _times(dgh[t, first:stop], w, dh_w, tile, scratch)
+        for r in range(rows):  # dh_{t-1} = dh z + dgh[t] W_hh
+            a, b, out = dh_direct[r], dh_w[r], dh[r]
+            for j in range(np.uintp(hidden)):
+                out[j] = a[j] + b[j]
+    for r in range(rows):
+        for j in range(hidden):
+            dh0[first + r, j] = dh[r, j]
+
+
+def _threads(batch):
+    """Threads for a layer of this batch: each takes whole rows, at least ROWS_PER_THREAD of them."""
+    return max(1, min(get_num_threads(), batch // ROWS_PER_THREAD))
+
+
+def _c(*arrays):
+    return [np.ascontiguousarray(a) for a in arrays]
+
+
+def lstm_layer_forward_numba(gi, h0, c0, w_hh, reverse=False):
+    """See lstm_layer_forward_numpy."""
+    if gi.dtype != np.float32:
+        return lstm_layer_forward_numpy(gi, h0, c0, w_hh, reverse)
+    length, batch, n_gates = gi.shape
+    hs, cs, tanh_cs = (np.empty((length, batch, n_gates // 4), gi.dtype) for _ in range(3))
+    acts = np.empty_like(gi)
+    parallel_for(_lstm_rows.for_dtype(gi.dtype), batch, *_c(gi, h0, c0, w_hh), hs, cs, tanh_cs, acts, bool(reverse),
+                 chunks_per_thread=1, threads=_threads(batch))
+    return hs, cs, tanh_cs, acts
+
+
+def lstm_layer_backward_numba(g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse=False):
+    """See lstm_layer_backward_numpy."""
+    if acts.dtype != np.float32:
+        return lstm_layer_backward_numpy(g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse)
+    dgates, dh0, dc0 = np.empty_like(acts), np.empty_like(h0), np.empty_like(c0)
+    parallel_for(_lstm_rows_backward.for_dtype(acts.dtype), acts.shape[1], *_c(g_hs, g_c, c0, w_hh), cs, tanh_cs,
+                 acts, dgates, dh0, dc0, bool(reverse), chunks_per_thread=1, threads=_threads(acts.shape[1]))
+    return dgates, dh0, dc0
+
+
+def gru_layer_forward_numba(gi, h0, w_hh, b_hh=None, reverse=False):
+    """See gru_layer_forward_numpy."""
+    if gi.dtype != np.float32:
+        return gru_layer_forward_numpy(gi, h0, w_hh, b_hh, reverse)
+    length, batch, n_gates = gi.shape
+    hs, acts, ghs = np.empty((length, batch, n_gates // 3), gi.dtype), np.empty_like(gi), np.empty_like(gi)
+    b_hh = np.zeros(n_gates, gi.dtype) if b_hh is None else b_hh
+    parallel_for(_gru_rows.for_dtype(gi.dtype), batch, *_c(gi, h0, w_hh, b_hh), hs, acts, ghs, bool(reverse),
+                 chunks_per_thread=1, threads=_threads(batch))
+    return hs, acts, ghs
+
+
+def gru_layer_backward_numba(g_hs, h0, w_hh, hs, acts, ghs, reverse=False):
+    """See gru_layer_backward_numpy."""
+    if acts.dtype != np.float32:
+        return gru_layer_backward_numpy(g_hs, h0, w_hh, hs, acts, ghs, reverse)
+    dgi, dgh, dh0 = np.empty_like(acts), np.empty_like(acts), np.empty_like(h0)
+    parallel_for(_gru_rows_backward.for_dtype(acts.dtype), acts.shape[1], *_c(g_hs, h0, w_hh), hs, acts, ghs, dgi,
+                 dgh, dh0, bool(reverse), chunks_per_thread=1, threads=_threads(acts.shape[1]))
+    return dgi, dgh, dh0
+
+
+# The elementwise halves alone (the tests compare them with their twins)
 def lstm_cell_forward_numba(pre, c_prev, acts, c, tanh_c, h):
-    """See lstm_cell_forward_numpy."""
-    if not _compiled(pre, c_prev, acts, c, tanh_c, h):
-        return lstm_cell_forward_numpy(pre, c_prev, acts, c, tanh_c, h)
-    _lstm_forward.for_dtype(pre.dtype)(pre, c_prev, acts, c, tanh_c, h)
+    _lstm_cell(pre, c_prev, acts, c, tanh_c, h)
 
 
 def lstm_cell_backward_numba(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
-    """See lstm_cell_backward_numpy."""
-    if not _compiled(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
-        return lstm_cell_backward_numpy(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev)
-    _lstm_backward.for_dtype(dh.dtype)(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev)
+    _lstm_cell_backward(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev)
 
 
 def gru_cell_forward_numba(gi, gh, h_prev, acts, h):
-    """See gru_cell_forward_numpy."""
-    if not _compiled(gi, gh, h_prev, acts, h):
-        return gru_cell_forward_numpy(gi, gh, h_prev, acts, h)
-    _gru_forward.for_dtype(gi.dtype)(gi, gh, h_prev, acts, h)
+    _gru_cell(gi, gh, h_prev, acts, h)
 
 
 def gru_cell_backward_numba(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
-    """See gru_cell_backward_numpy."""
-    if not _compiled(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
-        return gru_cell_backward_numpy(dh, acts, gh, h_prev, dgi, dgh, dh_prev)
-    _gru_backward.for_dtype(dh.dtype)(dh, acts, gh, h_prev, dgi, dgh, dh_prev)
+    _gru_cell_backward(dh, acts, gh, h_prev, dgi, dgh, dh_prev)
