@@ -188,6 +188,18 @@ def test_unknown_section_is_an_error():
         benchmark.main(["--only", "nope"])
 
 
+def test_quick_rnn_json(capsys):
+    results = benchmark.main(["--quick", "--only", "rnn", "--json", "--repeats", "1"] + NO_TORCH)
+    json.loads(capsys.readouterr().out)
+    steps = results["rnn"]["steps"]
+    assert [r["layer"] for r in steps] == ["RNN", "GRU", "LSTM"]
+    for row in steps:
+        assert set(row["seconds"]) == {"minigrad"} | ({"torch"} if HAS_TORCH else set())
+        assert all(_positive(v) for v in row["seconds"].values())
+        assert _positive(row["ratio"]["torch/minigrad"]) if HAS_TORCH else row["ratio"]["torch/minigrad"] is None
+    _check_targets(results)
+
+
 def test_quick_conv_json(capsys):
     results = benchmark.main(["--quick", "--only", "conv", "--json", "--repeats", "1"] + NO_TORCH)
     json.loads(capsys.readouterr().out)

@@ -4,7 +4,7 @@
     python -m demos.benchmark --quick           # a smoke run, well under 30 s (no memory, no start-up)
     python -m demos.benchmark --only matmul,softmax --json > bench.json
 
-Seven sections (choose with --only), one module each:
+Eight sections (choose with --only), one module each:
 
 - matmul:  float32 GFLOP/s of minigrad's numba kernel, np.matmul and torch.matmul, at square
            sizes and at the shapes a GPT training step multiplies (2-D and batched attention).
@@ -18,6 +18,8 @@ Seven sections (choose with --only), one module each:
            iterations with its evaluations) in minigrad and the same run in PyTorch: wall time of each.
 - conv:    nn.Conv2d forward and backward at LeNet and small-ResNet shapes, and one training step of
            a LeNet-style CNN, minigrad against PyTorch.
+- rnn:     one training step of a character model with nn.RNN, nn.GRU and nn.LSTM, minigrad against
+           PyTorch.
 
 The other modules: `timing` (how a candidate is timed), `report` (numbers and tables), `threads`
 (thread counts of every library), `system` (the header), `models` (the two GPTs and their training

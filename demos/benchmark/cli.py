@@ -11,6 +11,7 @@ import time
 
 from .busy import bench_busy, format_busy
 from .conv import bench_conv, format_conv
+from .rnn import bench_rnn, format_rnn
 from .gpt import bench_gpt, format_gpt, profile_gpt_step
 from .matmul import bench_matmul, format_matmul
 from .memory import bench_memory, child_memory, format_memory
@@ -23,7 +24,7 @@ from .threads import set_threads
 from .timing import settle_seconds
 from .train import bench_train, format_train
 
-SECTIONS = ("matmul", "softmax", "gpt", "busy", "startup", "train", "conv")
+SECTIONS = ("matmul", "softmax", "gpt", "busy", "startup", "train", "conv", "rnn")
 TORCH_MISSING = "PyTorch not installed (pip install -e '.[bench]')"
 
 
@@ -154,6 +155,7 @@ def main(argv=None):
         "startup": [("startup", lambda: bench_startup(args), format_startup)],
         "train": [("train", lambda: bench_train(args, torch), format_train)],
         "conv": [("conv", lambda: bench_conv(args, torch), format_conv)],
+        "rnn": [("rnn", lambda: bench_rnn(args, torch), format_rnn)],
     }
     results["section_seconds"] = {}
     for section in sections:
