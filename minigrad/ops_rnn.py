@@ -1,5 +1,6 @@
-"""A whole LSTM or GRU layer, one direction, over a whole sequence: one op each, with its
-backpropagation through time written out (nn/rnn.py uses them for `nn.LSTM` and `nn.GRU`).
+"""A whole recurrent layer (Elman RNN, LSTM or GRU), one direction, over a whole sequence: one op
+each, with its backpropagation through time written out (nn/rnn.py uses them for `nn.RNN`,
+`nn.LSTM` and `nn.GRU`).
 
 Written with one op per gate and per step (nn/rnn.py's `lstm_cell`, `gru_cell`), a char-RNN's
 training step is about 400 ops, and their Python costs three times the arithmetic. As one op, a
@@ -35,6 +36,29 @@ def _previous(hs, h0, reverse):
     if reverse:
         return np.concatenate([hs[1:], h0[None]])
     return np.concatenate([h0[None], hs[:-1]])
+
+
+class RNNLayer(Function):
+    """gi (L, N, H) = x W_ih^T + b_ih + b_hh at every step, h0 (N, H), w_hh (H, H) -> h (L, N, H):
+    h_t = tanh(gi[t] + h_{t-1} W_hh^T), or relu (Elman 1990)."""
+
+    @staticmethod
+    def forward(ctx, gi, h0, w_hh, *, relu=False, reverse=False):
+        _check("rnn", gi, h0, w_hh, 1)
+        hs = kernels.rnn_layer_forward(gi, h0, w_hh, relu, reverse)
+        ctx.save_for_backward(h0, w_hh)
+        ctx.steps = (hs, relu, reverse)
+        return hs
+
+    rule = "BPTT: dpre[t] = (g[t] + dpre[t+1] W_hh) * (1 - h_t^2) (relu: * (h_t > 0)), dW_hh = sum_t dpre[t]^T h[t-1]"
+
+    @staticmethod
+    def backward(ctx, g_hs):
+        h0, w_hh = ctx.saved_tensors
+        hs, relu, reverse = ctx.steps
+        dpre, dh0 = kernels.rnn_layer_backward(g_hs, h0, w_hh, hs, relu, reverse)
+        dw_hh = kernels.gemm(dpre.reshape(-1, hs.shape[-1]).T, _previous(hs, h0, reverse).reshape(-1, hs.shape[-1]))
+        return dpre, dh0, dw_hh
 
 
 class LSTMLayer(Function):
@@ -87,11 +111,16 @@ class GRULayer(Function):
 
 
 def _check(name, gi, h0, w_hh, gates, c0=None):
+    dtypes = [a.dtype for a in (gi, h0, w_hh) + (() if c0 is None else (c0,))]
+    if len(set(dtypes)) > 1:
+        raise TypeError(f"{name}_layer: gi, the states and w_hh must share one dtype, got "
+                        f"{', '.join(str(d) for d in dtypes)}")
     length, batch, n_gates = gi.shape if gi.ndim == 3 else (None, None, None)
     hidden = w_hh.shape[1] if w_hh.ndim == 2 else None
     ok = (gi.ndim == 3 and hidden is not None and w_hh.shape[0] == gates * hidden == n_gates
           and h0.shape == (batch, hidden) and (c0 is None or c0.shape == (batch, hidden)))
     if not ok:
         states = "h0" + ("" if c0 is None else f" {c0.shape} and c0")
-        raise ValueError(f"{name}_layer: expected gi (L, N, {gates}H), w_hh ({gates}H, H) and h0 (N, H); got gi "
+        g = "" if gates == 1 else gates
+        raise ValueError(f"{name}_layer: expected gi (L, N, {g}H), w_hh ({g}H, H) and h0 (N, H); got gi "
                          f"{gi.shape}, w_hh {w_hh.shape}, {states} {h0.shape}")

@@ -1,5 +1,5 @@
-"""One LSTM or GRU layer in one direction over a whole sequence, forward and backward (for
-ops_rnn.py, which explains the backpropagation through time).
+"""One Elman RNN, LSTM or GRU layer in one direction over a whole sequence, forward and backward
+(for ops_rnn.py, which explains the backpropagation through time).
 
 Each step is one matrix product, h W_hh^T, that must wait for the step before, and then a dozen
 elementwise operations on (N, H) arrays: sigmoids, tanhs, products, sums. As separate ops, each
@@ -11,7 +11,8 @@ costs more in Python than in arithmetic at a char-RNN's sizes (N = 32, H = 128).
   then the cell); the compiled kernels run it with no Python between the steps, and in parallel
   over the batch: the rows of h never mix (row n of h_t depends on row n of h_{t-1} only), so each
   thread runs every step for its own rows, with no waiting for the others between steps
-  (``_lstm_rows``, ``_gru_rows`` and their backwards; the products are matmul.py's blocked kernel).
+  (``_rnn_rows``, ``_lstm_rows``, ``_gru_rows`` and their backwards; the products are matmul.py's
+  blocked kernel, on W_hh packed once per call: ``_pack``, ``_times``).
 
 LSTM, gates stacked (i, f, g, o) as in PyTorch; pre = x W_ih^T + b_ih + h W_hh^T + b_hh:
 
@@ -106,6 +107,28 @@ def gru_cell_backward_numpy(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
 def _steps(length, reverse):
     """The steps in the order they run: 0 ... L-1, or L-1 ... 0 for the reverse direction."""
     return range(length - 1, -1, -1) if reverse else range(length)
+
+
+def rnn_layer_forward_numpy(gi, h0, w_hh, relu=False, reverse=False):
+    """gi (L, N, H) = x W_ih^T + b_ih + b_hh at every step, h0 (N, H), w_hh (H, H)
+    -> hs (L, N, H), h_t = tanh(gi[t] + h_{t-1} W_hh^T) (or relu)."""
+    hs, h = np.empty_like(gi), h0
+    for t in _steps(len(gi), reverse):
+        pre = gi[t] + h @ w_hh.T
+        hs[t] = np.maximum(pre, 0) if relu else np.tanh(pre)
+        h = hs[t]
+    return hs
+
+
+def rnn_layer_backward_numpy(g_hs, h0, w_hh, hs, relu=False, reverse=False):
+    """The gradient of hs (L, N, H) -> dpre (L, N, H) (= the gradient of gi) and dh0 (N, H):
+    dpre[t] = (g[t] + dh) * (1 - h_t^2) (tanh) or * (h_t > 0) (relu), dh = dpre[t] W_hh."""
+    dpre, dh = np.empty_like(hs), np.zeros_like(h0)
+    for t in _steps(len(hs), not reverse):
+        d = g_hs[t] + dh
+        dpre[t] = d * (hs[t] > 0) if relu else d * (1 - hs[t] * hs[t])
+        dh = dpre[t] @ w_hh
+    return dpre, dh
 
 
 def lstm_layer_forward_numpy(gi, h0, c0, w_hh, reverse=False):
@@ -295,6 +318,56 @@ def _times(a, strips, out, tile, scratch):
                 dst[s * NR + jj] = src[jj]
 
 
+@typed_jit(_layer_signature((3, 2, 2), (3,), types.boolean, types.boolean), cache=CACHE, error_model="numpy")
+def _rnn_rows(gi, h0, w_hh, hs, relu, reverse, first, stop):
+    """rnn_layer_forward for the rows first:stop of the batch."""
+    length, hidden = gi.shape[0], gi.shape[2]
+    pre, tile = np.empty((stop - first, hidden), dtype=gi.dtype), np.empty((stop - first, NR), dtype=gi.dtype)
+    scratch = block_scratch(pre, NR)
+    w_t = _pack(w_hh.T)
+    h_prev = h0[first:stop].copy()
+    zero = np.float32(0)
+    for s in range(length):
+        t = length - 1 - s if reverse else s
+        _times(h_prev, w_t, pre, tile, scratch)
+        h = hs[t, first:stop]
+        for r in range(stop - first):
+            p, g, out = pre[r], gi[t, first + r], h[r]
+            if relu:
+                for j in range(np.uintp(hidden)):
+                    v = p[j] + g[j]
+                    out[j] = v if not v <= 0 else zero  # (NaN passes through, as in PyTorch)
+            else:
+                for j in range(np.uintp(hidden)):
+                    out[j] = _tanh_fast(p[j] + g[j])
+        h_prev = h
+
+
+@typed_jit(_layer_signature((3, 2, 3), (3, 2), types.boolean, types.boolean), cache=CACHE, error_model="numpy")
+def _rnn_rows_backward(g_hs, w_hh, hs, dpre, dh0, relu, reverse, first, stop):
+    """rnn_layer_backward for the rows first:stop of the batch."""
+    length, rows, hidden = hs.shape[0], stop - first, hs.shape[2]
+    dh, tile = np.zeros((rows, hidden), dtype=hs.dtype), np.empty((rows, NR), dtype=hs.dtype)
+    scratch = block_scratch(dh, NR)
+    w = _pack(w_hh)
+    one, zero = np.float32(1), np.float32(0)
+    for s in range(length):  # the steps, the last one first
+        t = s if reverse else length - 1 - s
+        d = dpre[t, first:stop]
+        for r in range(rows):
+            g, h, carried, out = g_hs[t, first + r], hs[t, first + r], dh[r], d[r]
+            if relu:
+                for j in range(np.uintp(hidden)):
+                    out[j] = g[j] + carried[j] if h[j] > 0 else zero
+            else:
+                for j in range(np.uintp(hidden)):
+                    out[j] = (g[j] + carried[j]) * (one - h[j] * h[j])
+        _times(d, w, dh, tile, scratch)  # dh_{t-1} = dpre[t] W_hh
+    for r in range(rows):
+        for j in range(hidden):
+            dh0[first + r, j] = dh[r, j]
+
+
 @typed_jit(_layer_signature((3, 2, 2, 2), (3, 3, 3, 3), types.boolean), cache=CACHE, error_model="numpy")
 def _lstm_rows(gi, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse, first, stop):
     """lstm_layer_forward for the rows first:stop of the batch."""
@@ -396,6 +469,26 @@ def _threads(batch):
 
 def _c(*arrays):
     return [np.ascontiguousarray(a) for a in arrays]
+
+
+def rnn_layer_forward_numba(gi, h0, w_hh, relu=False, reverse=False):
+    """See rnn_layer_forward_numpy."""
+    if gi.dtype != np.float32:
+        return rnn_layer_forward_numpy(gi, h0, w_hh, relu, reverse)
+    hs = np.empty_like(gi)
+    parallel_for(_rnn_rows.for_dtype(gi.dtype), gi.shape[1], *_c(gi, h0, w_hh), hs, bool(relu), bool(reverse),
+                 chunks_per_thread=1, threads=_threads(gi.shape[1]))
+    return hs
+
+
+def rnn_layer_backward_numba(g_hs, h0, w_hh, hs, relu=False, reverse=False):
+    """See rnn_layer_backward_numpy."""
+    if hs.dtype != np.float32:
+        return rnn_layer_backward_numpy(g_hs, h0, w_hh, hs, relu, reverse)
+    dpre, dh0 = np.empty_like(hs), np.empty_like(h0)
+    parallel_for(_rnn_rows_backward.for_dtype(hs.dtype), hs.shape[1], *_c(g_hs, w_hh), hs, dpre, dh0, bool(relu),
+                 bool(reverse), chunks_per_thread=1, threads=_threads(hs.shape[1]))
+    return dpre, dh0
 
 
 def lstm_layer_forward_numba(gi, h0, c0, w_hh, reverse=False):

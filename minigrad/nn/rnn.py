@@ -14,9 +14,9 @@ else 1, S = num_layers * D (one initial and one final state per layer and direct
 Every one is written with minigrad's ops (linear, sigmoid, tanh, chunk, indexing, stack; the tanh
 RNN's step is the one fused op `ops.RNNTanhCell`), so the gradient through time, from the last
 step back to the first, is the autograd walk's: no backward is written in this file. The layers
-`LSTM` and `GRU` run each layer and direction as one op instead (ops_rnn.py: the same cell, its
-backpropagation through time written out, a third of the time); `_step` is the same step as ops,
-and the tests check that both give the same numbers.
+`RNN`, `LSTM` and `GRU` run each layer and direction as one op instead (ops_rnn.py: the same cell,
+its backpropagation through time written out, a fraction of the time); `_step` is the same step as
+ops, and the tests check that both give the same numbers.
 
 The parameters of layer k have PyTorch's names and shapes, with the gates stacked in PyTorch's
 order, so `state_dict()` loads into `torch.nn.GRU(...)` of the same settings, and back:
@@ -112,6 +112,9 @@ def _lstm_step(gi, state, w_hh, b_hh):
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     h = o.sigmoid() * c.tanh()
     return h, c
+
+
+_TANH_CELL_BACKWARD = ops.RNNTanhCell.backward  # (see RNN._layer_op)
 
 
 # ============================================================================ shared by the cells and the layers
@@ -412,6 +415,18 @@ class RNN(RNNBase):
 
     def _step(self, gi, h, w_hh, b_hh):
         return _rnn_relu_step(gi, h, w_hh, b_hh)
+
+    @property
+    def _layer_op(self):
+        """One op for the whole sequence (ops_rnn.py), unless the tanh step's backward was replaced:
+        the rnn_cell exercise trains nn.RNN with the learner's backward of ops.RNNTanhCell."""
+        return self.nonlinearity == "relu" or ops.RNNTanhCell.backward is _TANH_CELL_BACKWARD
+
+    def _sequence(self, gi, h0, w_hh, b_hh, reverse):
+        """All the steps of one layer and direction as one op (the same numbers as the step loop)."""
+        hs = ops_rnn.RNNLayer.apply(gi if b_hh is None else gi + b_hh, h0, w_hh, relu=self.nonlinearity == "relu",
+                                    reverse=reverse)
+        return hs, hs[0] if reverse else hs[-1]
 
 
 class GRU(RNNBase):
