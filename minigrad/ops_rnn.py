@@ -5,7 +5,7 @@ each, with its backpropagation through time written out (nn/rnn.py uses them for
 Written with one op per gate and per step (nn/rnn.py's `lstm_cell`, `gru_cell`), a char-RNN's
 training step is about 400 ops, and their Python costs three times the arithmetic. As one op, a
 layer is a loop over the steps of two things: the product h W_hh^T, which must wait for the step
-before, and the elementwise rest of the step (kernels/rnn.py). The input's part of every gate,
+before, and the elementwise rest of the step. The input's part of every gate,
 x W_ih^T + b_ih, does not depend on h: the caller computes it for all steps at once, one
 product (L N, I) @ (I, G H), and passes it as `gi`. The loops themselves are kernels
 (kernels/rnn.py): their numpy twins are the loops written plainly; the compiled ones run each
@@ -46,18 +46,18 @@ class RNNLayer(Function):
     def forward(ctx, gi, h0, w_hh, *, relu=False, reverse=False):
         _check("rnn", gi, h0, w_hh, 1)
         hs = kernels.rnn_layer_forward(gi, h0, w_hh, relu, reverse)
-        ctx.save_for_backward(h0, w_hh)
-        ctx.steps = (hs, relu, reverse)
+        ctx.save_for_backward(h0, w_hh, hs)  # (hs is the output: changing it in place is then refused)
+        ctx.relu, ctx.reverse = relu, reverse
         return hs
 
-    rule = "BPTT: dpre[t] = (g[t] + dpre[t+1] W_hh) * (1 - h_t^2) (relu: * (h_t > 0)), dW_hh = sum_t dpre[t]^T h[t-1]"
+    rule = "BPTT: dpre[t] = (g[t] + dpre[t+1] W_hh) (1 - h_t^2) (relu: (h_t > 0)), dW_hh = sum_t dpre[t]^T h[t-1]"
 
     @staticmethod
     def backward(ctx, g_hs):
-        h0, w_hh = ctx.saved_tensors
-        hs, relu, reverse = ctx.steps
-        dpre, dh0 = kernels.rnn_layer_backward(g_hs, h0, w_hh, hs, relu, reverse)
-        dw_hh = kernels.gemm(dpre.reshape(-1, hs.shape[-1]).T, _previous(hs, h0, reverse).reshape(-1, hs.shape[-1]))
+        h0, w_hh, hs = ctx.saved_tensors
+        dpre, dh0 = kernels.rnn_layer_backward(g_hs, h0, w_hh, hs, ctx.relu, ctx.reverse)
+        hidden = hs.shape[-1]
+        dw_hh = kernels.gemm(dpre.reshape(-1, hidden).T, _previous(hs, h0, ctx.reverse).reshape(-1, hidden))
         return dpre, dh0, dw_hh
 
 
@@ -69,18 +69,19 @@ class LSTMLayer(Function):
     def forward(ctx, gi, h0, c0, w_hh, *, reverse=False):
         _check("lstm", gi, h0, w_hh, 4, c0)
         hs, cs, tanh_cs, acts = kernels.lstm_layer_forward(gi, h0, c0, w_hh, reverse)
-        ctx.save_for_backward(h0, c0, w_hh)
-        ctx.steps = (hs, cs, tanh_cs, acts, reverse)
+        ctx.save_for_backward(h0, c0, w_hh, hs)  # (hs is an output: changing it in place is then refused)
+        ctx.steps, ctx.reverse = (cs, tanh_cs, acts), reverse
         return hs, cs[0 if reverse else -1].copy()
 
     rule = "BPTT: dgates[t] = cell backward of (g[t] + dgates[t+1] W_hh, dc), dW_hh = sum_t dgates[t]^T h[t-1]"
 
     @staticmethod
     def backward(ctx, g_hs, g_c):
-        h0, c0, w_hh = ctx.saved_tensors
-        hs, cs, tanh_cs, acts, reverse = ctx.steps
+        h0, c0, w_hh, hs = ctx.saved_tensors
+        (cs, tanh_cs, acts), reverse = ctx.steps, ctx.reverse
         dgates, dh0, dc0 = kernels.lstm_layer_backward(g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse)
-        dw_hh = kernels.gemm(dgates.reshape(-1, acts.shape[-1]).T, _previous(hs, h0, reverse).reshape(-1, hs.shape[-1]))
+        hidden = h0.shape[-1]
+        dw_hh = kernels.gemm(dgates.reshape(-1, 4 * hidden).T, _previous(hs, h0, reverse).reshape(-1, hidden))
         return dgates, dh0, dc0, dw_hh
 
 
@@ -92,16 +93,16 @@ class GRULayer(Function):
     def forward(ctx, gi, h0, w_hh, b_hh=None, *, reverse=False):
         _check("gru", gi, h0, w_hh, 3)
         hs, acts, ghs = kernels.gru_layer_forward(gi, h0, w_hh, b_hh, reverse)
-        ctx.save_for_backward(h0, w_hh)
-        ctx.steps = (hs, acts, ghs, reverse)
+        ctx.save_for_backward(h0, w_hh, hs)  # (hs is the output: changing it in place is then refused)
+        ctx.steps, ctx.reverse = (acts, ghs), reverse
         return hs
 
     rule = "BPTT: dgh[t] = cell backward of (g[t] + dh_carried), dh[t-1] = dh z + dgh[t] W_hh, dW_hh = sum_t dgh^T h"
 
     @staticmethod
     def backward(ctx, g_hs):
-        h0, w_hh = ctx.saved_tensors
-        hs, acts, ghs, reverse = ctx.steps
+        h0, w_hh, hs = ctx.saved_tensors
+        (acts, ghs), reverse = ctx.steps, ctx.reverse
         dgi, dgh, dh0 = kernels.gru_layer_backward(g_hs, h0, w_hh, hs, acts, ghs, reverse)
         flat_dgh = dgh.reshape(-1, acts.shape[-1])
         dw_hh = kernels.gemm(flat_dgh.T, _previous(hs, h0, reverse).reshape(-1, hs.shape[-1]))

@@ -122,3 +122,14 @@ def test_layer_ops_reject_shapes_that_do_not_fit():
         ops_rnn.RNNLayer.apply(gi, h0, w)
     with pytest.raises(TypeError, match=r"lstm_layer: gi, the states and w_hh must share one dtype, got float32"):
         ops_rnn.LSTMLayer.apply(gi.astype(np.float32), h0, h0, np.zeros((12, 3)))
+
+
+@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+def test_changing_the_output_in_place_is_refused(kind):
+    """The backward reads the layer's output h at every step: a change in place must not go unseen."""
+    from minigrad import nn
+    layer = getattr(nn, kind)(3, 4)
+    out, _ = layer(mg.randn(5, 2, 3))
+    with pytest.raises(RuntimeError, match="in ?place"):
+        out.add_(1.0)  # (LSTM's output is one of two: refused here; the others' at the backward)
+        out.sum().backward()

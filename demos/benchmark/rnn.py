@@ -92,8 +92,11 @@ def bench_rnn(args, torch):
 
 def format_rnn(result):
     m = result["model"]
-    table = [[f"{r['layer']}, {m['batch']} x {m['steps']} steps, {m['hidden']} units",
-              fmt(r["seconds"]["minigrad"] * 1e3), fmt(None if "torch" not in r["seconds"] else r["seconds"]["torch"] * 1e3),
-              fmt_ratio(r["ratio"]["torch/minigrad"])] for r in result["steps"]]
+    table = []
+    for r in result["steps"]:
+        torch_seconds = r["seconds"].get("torch")
+        table.append([f"{r['layer']}, {m['batch']} x {m['steps']} steps, {m['hidden']} units",
+                      fmt(r["seconds"]["minigrad"] * 1e3), fmt(None if torch_seconds is None else torch_seconds * 1e3),
+                      fmt_ratio(r["ratio"]["torch/minigrad"])])
     return format_table(["char model training step (float32, Adam)", "minigrad ms", "torch ms", "torch/mg"], table,
                         title="rnn: > 1x means minigrad is faster")
