@@ -11,7 +11,7 @@ product (L N, I) @ (I, G H), and passes it as `gi`. The loops themselves are ker
 (kernels/rnn.py): their numpy twins are the loops written plainly; the compiled ones run each
 thread's rows of the batch through every step with no Python in between.
 
-Backpropagation through time, for gates = gi[t] + h_{t-1} W_hh^T (+ b_hh), t = 0 ... L-1:
+Backpropagation through time, for gates = gi[t] + h_{t-1} W_hh^T + b_hh, t = 0 ... L-1:
 
     walk the steps backwards, from the last one:
         dh_t       = g[t] + dh carried from step t+1      (g: the gradient of the output h_t)
@@ -20,6 +20,7 @@ Backpropagation through time, for gates = gi[t] + h_{t-1} W_hh^T (+ b_hh), t = 0
     then, for all steps at once:
         dgi        = dgates                               (L, N, G H)
         dW_hh      = sum over t of dgates[t]^T h_{t-1}  = one product (G H, L N) @ (L N, H)
+        db_hh      = sum over t and the batch of dgates
 
 so only dh's chain is walked step by step; the weight's gradient is one large product instead of
 L small ones. With reverse=True the steps run from the last to the first (the backward direction
@@ -39,13 +40,13 @@ def _previous(hs, h0, reverse):
 
 
 class RNNLayer(Function):
-    """gi (L, N, H) = x W_ih^T + b_ih + b_hh at every step, h0 (N, H), w_hh (H, H) -> h (L, N, H):
-    h_t = tanh(gi[t] + h_{t-1} W_hh^T), or relu (Elman 1990)."""
+    """gi (L, N, H) = x W_ih^T + b_ih at every step, h0 (N, H), w_hh (H, H), b_hh (H,) or none
+    -> h (L, N, H): h_t = tanh(gi[t] + h_{t-1} W_hh^T + b_hh), or relu (Elman 1990)."""
 
     @staticmethod
-    def forward(ctx, gi, h0, w_hh, *, relu=False, reverse=False):
+    def forward(ctx, gi, h0, w_hh, b_hh=None, *, relu=False, reverse=False):
         _check("rnn", gi, h0, w_hh, 1)
-        hs = kernels.rnn_layer_forward(gi, h0, w_hh, relu, reverse)
+        hs = kernels.rnn_layer_forward(gi, h0, w_hh, b_hh, relu, reverse)
         ctx.save_for_backward(h0, w_hh, hs)  # (hs is the output: changing it in place is then refused)
         ctx.relu, ctx.reverse = relu, reverse
         return hs
@@ -58,17 +59,17 @@ class RNNLayer(Function):
         dpre, dh0 = kernels.rnn_layer_backward(g_hs, h0, w_hh, hs, ctx.relu, ctx.reverse)
         hidden = hs.shape[-1]
         dw_hh = kernels.gemm(dpre.reshape(-1, hidden).T, _previous(hs, h0, ctx.reverse).reshape(-1, hidden))
-        return dpre, dh0, dw_hh
+        return _with_bias(ctx, (dpre, dh0, dw_hh), dpre)
 
 
 class LSTMLayer(Function):
-    """gi (L, N, 4H) = x W_ih^T + b_ih + b_hh at every step, h0, c0 (N, H), w_hh (4H, H)
+    """gi (L, N, 4H) = x W_ih^T + b_ih at every step, h0, c0 (N, H), w_hh (4H, H), b_hh (4H,) or none
     -> (h (L, N, H) at every step, c after the last step (N, H)). Gates i, f, g, o (PyTorch's order)."""
 
     @staticmethod
-    def forward(ctx, gi, h0, c0, w_hh, *, reverse=False):
+    def forward(ctx, gi, h0, c0, w_hh, b_hh=None, *, reverse=False):
         _check("lstm", gi, h0, w_hh, 4, c0)
-        hs, cs, tanh_cs, acts = kernels.lstm_layer_forward(gi, h0, c0, w_hh, reverse)
+        hs, cs, tanh_cs, acts = kernels.lstm_layer_forward(gi, h0, c0, w_hh, b_hh, reverse)
         ctx.save_for_backward(h0, c0, w_hh, hs)  # (hs is an output: changing it in place is then refused)
         ctx.steps, ctx.reverse = (cs, tanh_cs, acts), reverse
         return hs, cs[0 if reverse else -1].copy()
@@ -82,7 +83,7 @@ class LSTMLayer(Function):
         dgates, dh0, dc0 = kernels.lstm_layer_backward(g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse)
         hidden = h0.shape[-1]
         dw_hh = kernels.gemm(dgates.reshape(-1, 4 * hidden).T, _previous(hs, h0, reverse).reshape(-1, hidden))
-        return dgates, dh0, dc0, dw_hh
+        return _with_bias(ctx, (dgates, dh0, dc0, dw_hh), dgates)
 
 
 class GRULayer(Function):
@@ -104,11 +105,15 @@ class GRULayer(Function):
         h0, w_hh, hs = ctx.saved_tensors
         (acts, ghs), reverse = ctx.steps, ctx.reverse
         dgi, dgh, dh0 = kernels.gru_layer_backward(g_hs, h0, w_hh, hs, acts, ghs, reverse)
-        flat_dgh = dgh.reshape(-1, acts.shape[-1])
-        dw_hh = kernels.gemm(flat_dgh.T, _previous(hs, h0, reverse).reshape(-1, hs.shape[-1]))
-        if len(ctx.needs_input_grad) == 3:  # (no b_hh)
-            return dgi, dh0, dw_hh
-        return dgi, dh0, dw_hh, flat_dgh.sum(axis=0)
+        dw_hh = kernels.gemm(dgh.reshape(-1, acts.shape[-1]).T, _previous(hs, h0, reverse).reshape(-1, hs.shape[-1]))
+        return _with_bias(ctx, (dgi, dh0, dw_hh), dgh)
+
+
+def _with_bias(ctx, grads, d_gates):
+    """The gradients, and b_hh's if the op was given one: the sum of d_gates over steps and batch."""
+    if len(ctx.needs_input_grad) == len(grads):  # (no b_hh)
+        return grads
+    return (*grads, d_gates.reshape(-1, d_gates.shape[-1]).sum(axis=0))
 
 
 def _check(name, gi, h0, w_hh, gates, c0=None):

@@ -76,7 +76,7 @@ def test_layer_kernels_leave_float64_to_the_twins():
     rng = np.random.default_rng(3)
     gi, h0, c0 = rng.standard_normal((3, 2, 8)), rng.standard_normal((2, 2)), rng.standard_normal((2, 2))
     w_hh = rng.standard_normal((8, 2))
-    for got, want in zip(rnn.lstm_layer_forward_numba(gi, h0, c0, w_hh, True),
-                         rnn.lstm_layer_forward_numpy(gi, h0, c0, w_hh, True)):
+    for got, want in zip(rnn.lstm_layer_forward_numba(gi, h0, c0, w_hh, None, True),
+                         rnn.lstm_layer_forward_numpy(gi, h0, c0, w_hh, None, True)):
         assert got.dtype == np.float64
         np.testing.assert_array_equal(got, want)

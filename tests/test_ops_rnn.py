@@ -30,9 +30,9 @@ def _tensors(rng, kind, length=4, batch=3, size=2, hidden=5, dtype=np.float64):
 def _by_op(kind, t, reverse):
     gi = F.linear(t["x"], t["w_ih"], t["b_ih"])
     if kind.startswith("rnn"):
-        return [ops_rnn.RNNLayer.apply(gi + t["b_hh"], t["h0"], t["w_hh"], relu=kind == "rnn_relu", reverse=reverse)]
+        return [ops_rnn.RNNLayer.apply(gi, t["h0"], t["w_hh"], t["b_hh"], relu=kind == "rnn_relu", reverse=reverse)]
     if kind == "lstm":
-        hs, c_n = ops_rnn.LSTMLayer.apply(gi + t["b_hh"], t["h0"], t["c0"], t["w_hh"], reverse=reverse)
+        hs, c_n = ops_rnn.LSTMLayer.apply(gi, t["h0"], t["c0"], t["w_hh"], t["b_hh"], reverse=reverse)
         return [hs, c_n]
     return [ops_rnn.GRULayer.apply(gi, t["h0"], t["w_hh"], t["b_hh"], reverse=reverse)]
 

@@ -178,9 +178,9 @@ def relu_backward(x, g):
 
 
 @_kernel("rnn")
-def rnn_layer_forward(gi, h0, w_hh, relu=False, reverse=False):
+def rnn_layer_forward(gi, h0, w_hh, b_hh=None, relu=False, reverse=False):
     """One Elman RNN layer over every step: gi (L, N, H), h0 (N, H) -> hs (L, N, H)."""
-    return _run("rnn_layer_forward", gi, h0, w_hh, relu, reverse)
+    return _run("rnn_layer_forward", gi, h0, w_hh, b_hh, relu, reverse)
 
 
 @_kernel("rnn")
@@ -190,9 +190,9 @@ def rnn_layer_backward(g_hs, h0, w_hh, hs, relu=False, reverse=False):
 
 
 @_kernel("rnn")
-def lstm_layer_forward(gi, h0, c0, w_hh, reverse=False):
+def lstm_layer_forward(gi, h0, c0, w_hh, b_hh=None, reverse=False):
     """One LSTM layer over every step: gi (L, N, 4H), h0, c0 (N, H) -> (hs, cs, tanh_cs, acts)."""
-    return _run("lstm_layer_forward", gi, h0, c0, w_hh, reverse)
+    return _run("lstm_layer_forward", gi, h0, c0, w_hh, b_hh, reverse)
 
 
 @_kernel("rnn")

@@ -14,7 +14,7 @@ costs more in Python than in arithmetic at a char-RNN's sizes (N = 32, H = 128).
   (``_rnn_rows``, ``_lstm_rows``, ``_gru_rows`` and their backwards; the products are matmul.py's
   blocked kernel, on W_hh packed once per call: ``_pack``, ``_times``).
 
-LSTM, gates stacked (i, f, g, o) as in PyTorch; pre = x W_ih^T + b_ih + h W_hh^T + b_hh:
+LSTM, gates stacked (i, f, g, o) as in PyTorch; pre = gi + h W_hh^T + b_hh, gi = x W_ih^T + b_ih:
 
     forward                                     backward (dh, dc: the gradients of h and c)
     i, f, o = sigmoid(pre_i, pre_f, pre_o)      dc~     = dc + dh o (1 - tanh(c)^2)
@@ -109,12 +109,12 @@ def _steps(length, reverse):
     return range(length - 1, -1, -1) if reverse else range(length)
 
 
-def rnn_layer_forward_numpy(gi, h0, w_hh, relu=False, reverse=False):
-    """gi (L, N, H) = x W_ih^T + b_ih + b_hh at every step, h0 (N, H), w_hh (H, H)
-    -> hs (L, N, H), h_t = tanh(gi[t] + h_{t-1} W_hh^T) (or relu)."""
+def rnn_layer_forward_numpy(gi, h0, w_hh, b_hh=None, relu=False, reverse=False):
+    """gi (L, N, H) = x W_ih^T + b_ih at every step, h0 (N, H), w_hh (H, H), b_hh (H,) or None
+    -> hs (L, N, H), h_t = tanh(gi[t] + h_{t-1} W_hh^T + b_hh) (or relu)."""
     hs, h = np.empty_like(gi), h0
     for t in _steps(len(gi), reverse):
-        pre = gi[t] + h @ w_hh.T
+        pre = gi[t] + h @ w_hh.T + (0 if b_hh is None else b_hh)
         hs[t] = np.maximum(pre, 0) if relu else np.tanh(pre)
         h = hs[t]
     return hs
@@ -131,15 +131,16 @@ def rnn_layer_backward_numpy(g_hs, h0, w_hh, hs, relu=False, reverse=False):
     return dpre, dh
 
 
-def lstm_layer_forward_numpy(gi, h0, c0, w_hh, reverse=False):
-    """gi (L, N, 4H) = x W_ih^T + b_ih + b_hh at every step, h0, c0 (N, H), w_hh (4H, H)
+def lstm_layer_forward_numpy(gi, h0, c0, w_hh, b_hh=None, reverse=False):
+    """gi (L, N, 4H) = x W_ih^T + b_ih at every step, h0, c0 (N, H), w_hh (4H, H), b_hh (4H,) or None
     -> hs, cs, tanh_cs (L, N, H) (h, c, tanh(c) after every step) and acts (L, N, 4H) (the gates)."""
     length, batch, n_gates = gi.shape
     hs, cs, tanh_cs = (np.empty((length, batch, n_gates // 4), gi.dtype) for _ in range(3))
     acts = np.empty_like(gi)
     h, c = h0, c0
     for t in _steps(length, reverse):
-        lstm_cell_forward_numpy(gi[t] + h @ w_hh.T, c, acts[t], cs[t], tanh_cs[t], hs[t])
+        pre = gi[t] + h @ w_hh.T + (0 if b_hh is None else b_hh)
+        lstm_cell_forward_numpy(pre, c, acts[t], cs[t], tanh_cs[t], hs[t])
         h, c = hs[t], cs[t]
     return hs, cs, tanh_cs, acts
 
@@ -318,8 +319,8 @@ def _times(a, strips, out, tile, scratch):
                 dst[s * NR + jj] = src[jj]
 
 
-@typed_jit(_layer_signature((3, 2, 2), (3,), types.boolean, types.boolean), cache=CACHE, error_model="numpy")
-def _rnn_rows(gi, h0, w_hh, hs, relu, reverse, first, stop):
+@typed_jit(_layer_signature((3, 2, 2, 1), (3,), types.boolean, types.boolean), cache=CACHE, error_model="numpy")
+def _rnn_rows(gi, h0, w_hh, b_hh, hs, relu, reverse, first, stop):
     """rnn_layer_forward for the rows first:stop of the batch."""
     length, hidden = gi.shape[0], gi.shape[2]
     pre, tile = np.empty((stop - first, hidden), dtype=gi.dtype), np.empty((stop - first, NR), dtype=gi.dtype)
@@ -335,11 +336,11 @@ def _rnn_rows(gi, h0, w_hh, hs, relu, reverse, first, stop):
             p, g, out = pre[r], gi[t, first + r], h[r]
             if relu:
                 for j in range(np.uintp(hidden)):
-                    v = p[j] + g[j]
+                    v = p[j] + g[j] + b_hh[j]
                     out[j] = v if not v <= 0 else zero  # (NaN passes through, as in PyTorch)
             else:
                 for j in range(np.uintp(hidden)):
-                    out[j] = _tanh_fast(p[j] + g[j])
+                    out[j] = _tanh_fast(p[j] + g[j] + b_hh[j])
         h_prev = h
 
 
@@ -368,8 +369,8 @@ def _rnn_rows_backward(g_hs, w_hh, hs, dpre, dh0, relu, reverse, first, stop):
             dh0[first + r, j] = dh[r, j]
 
 
-@typed_jit(_layer_signature((3, 2, 2, 2), (3, 3, 3, 3), types.boolean), cache=CACHE, error_model="numpy")
-def _lstm_rows(gi, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse, first, stop):
+@typed_jit(_layer_signature((3, 2, 2, 2, 1), (3, 3, 3, 3), types.boolean), cache=CACHE, error_model="numpy")
+def _lstm_rows(gi, h0, c0, w_hh, b_hh, hs, cs, tanh_cs, acts, reverse, first, stop):
     """lstm_layer_forward for the rows first:stop of the batch."""
     length, n_gates = gi.shape[0], gi.shape[2]
     pre, tile = np.empty((stop - first, n_gates), dtype=gi.dtype), np.empty((stop - first, NR), dtype=gi.dtype)
@@ -378,11 +379,11 @@ def _lstm_rows(gi, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse, first, stop):
     h_prev, c_prev = h0[first:stop].copy(), c0[first:stop].copy()
     for s in range(length):
         t = length - 1 - s if reverse else s
-        _times(h_prev, w_t, pre, tile, scratch)  # pre = h_{t-1} W_hh^T + gi[t]
+        _times(h_prev, w_t, pre, tile, scratch)  # pre = h_{t-1} W_hh^T + gi[t] + b_hh
         for r in range(stop - first):
             p, g = pre[r], gi[t, first + r]
             for j in range(np.uintp(n_gates)):
-                p[j] += g[j]
+                p[j] += g[j] + b_hh[j]
         h, c = hs[t, first:stop], cs[t, first:stop]
         _lstm_cell(pre, c_prev, acts[t, first:stop], c, tanh_cs[t, first:stop], h)
         h_prev, c_prev = h, c
@@ -471,13 +472,18 @@ def _c(*arrays):
     return [np.ascontiguousarray(a) for a in arrays]
 
 
-def rnn_layer_forward_numba(gi, h0, w_hh, relu=False, reverse=False):
+def _bias(b_hh, gi):
+    """b_hh, or zeros (G H,) without a bias: the kernels always add one."""
+    return np.zeros(gi.shape[-1], gi.dtype) if b_hh is None else b_hh
+
+
+def rnn_layer_forward_numba(gi, h0, w_hh, b_hh=None, relu=False, reverse=False):
     """See rnn_layer_forward_numpy."""
     if gi.dtype != np.float32:
-        return rnn_layer_forward_numpy(gi, h0, w_hh, relu, reverse)
+        return rnn_layer_forward_numpy(gi, h0, w_hh, b_hh, relu, reverse)
     hs = np.empty_like(gi)
-    parallel_for(_rnn_rows.for_dtype(gi.dtype), gi.shape[1], *_c(gi, h0, w_hh), hs, bool(relu), bool(reverse),
-                 chunks_per_thread=1, threads=_threads(gi.shape[1]))
+    parallel_for(_rnn_rows.for_dtype(gi.dtype), gi.shape[1], *_c(gi, h0, w_hh, _bias(b_hh, gi)), hs, bool(relu),
+                 bool(reverse), chunks_per_thread=1, threads=_threads(gi.shape[1]))
     return hs
 
 
@@ -491,15 +497,15 @@ def rnn_layer_backward_numba(g_hs, h0, w_hh, hs, relu=False, reverse=False):
     return dpre, dh0
 
 
-def lstm_layer_forward_numba(gi, h0, c0, w_hh, reverse=False):
+def lstm_layer_forward_numba(gi, h0, c0, w_hh, b_hh=None, reverse=False):
     """See lstm_layer_forward_numpy."""
     if gi.dtype != np.float32:
-        return lstm_layer_forward_numpy(gi, h0, c0, w_hh, reverse)
+        return lstm_layer_forward_numpy(gi, h0, c0, w_hh, b_hh, reverse)
     length, batch, n_gates = gi.shape
     hs, cs, tanh_cs = (np.empty((length, batch, n_gates // 4), gi.dtype) for _ in range(3))
     acts = np.empty_like(gi)
-    parallel_for(_lstm_rows.for_dtype(gi.dtype), batch, *_c(gi, h0, c0, w_hh), hs, cs, tanh_cs, acts, bool(reverse),
-                 chunks_per_thread=1, threads=_threads(batch))
+    parallel_for(_lstm_rows.for_dtype(gi.dtype), batch, *_c(gi, h0, c0, w_hh, _bias(b_hh, gi)), hs, cs, tanh_cs, acts,
+                 bool(reverse), chunks_per_thread=1, threads=_threads(batch))
     return hs, cs, tanh_cs, acts
 
 
@@ -519,9 +525,8 @@ def gru_layer_forward_numba(gi, h0, w_hh, b_hh=None, reverse=False):
         return gru_layer_forward_numpy(gi, h0, w_hh, b_hh, reverse)
     length, batch, n_gates = gi.shape
     hs, acts, ghs = np.empty((length, batch, n_gates // 3), gi.dtype), np.empty_like(gi), np.empty_like(gi)
-    b_hh = np.zeros(n_gates, gi.dtype) if b_hh is None else b_hh
-    parallel_for(_gru_rows.for_dtype(gi.dtype), batch, *_c(gi, h0, w_hh, b_hh), hs, acts, ghs, bool(reverse),
-                 chunks_per_thread=1, threads=_threads(batch))
+    parallel_for(_gru_rows.for_dtype(gi.dtype), batch, *_c(gi, h0, w_hh, _bias(b_hh, gi)), hs, acts, ghs,
+                 bool(reverse), chunks_per_thread=1, threads=_threads(batch))
     return hs, acts, ghs
 
 

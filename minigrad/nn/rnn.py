@@ -424,8 +424,8 @@ class RNN(RNNBase):
 
     def _sequence(self, gi, h0, w_hh, b_hh, reverse):
         """All the steps of one layer and direction as one op (the same numbers as the step loop)."""
-        hs = ops_rnn.RNNLayer.apply(gi if b_hh is None else gi + b_hh, h0, w_hh, relu=self.nonlinearity == "relu",
-                                    reverse=reverse)
+        args = (gi, h0, w_hh) if b_hh is None else (gi, h0, w_hh, b_hh)
+        hs = ops_rnn.RNNLayer.apply(*args, relu=self.nonlinearity == "relu", reverse=reverse)
         return hs, hs[0] if reverse else hs[-1]
 
 
@@ -446,7 +446,8 @@ class GRU(RNNBase):
 
     def _sequence(self, gi, h0, w_hh, b_hh, reverse):
         """All the steps of one layer and direction as one op (the same numbers as _step's loop)."""
-        hs = ops_rnn.GRULayer.apply(*((gi, h0, w_hh) if b_hh is None else (gi, h0, w_hh, b_hh)), reverse=reverse)
+        args = (gi, h0, w_hh) if b_hh is None else (gi, h0, w_hh, b_hh)
+        hs = ops_rnn.GRULayer.apply(*args, reverse=reverse)
         return hs, hs[0] if reverse else hs[-1]
 
 
@@ -476,7 +477,8 @@ class LSTM(RNNBase):
     def _sequence(self, gi, state, w_hh, b_hh, reverse):
         """All the steps of one layer and direction as one op (the same numbers as _step's loop)."""
         h0, c0 = state
-        hs, c_n = ops_rnn.LSTMLayer.apply(gi if b_hh is None else gi + b_hh, h0, c0, w_hh, reverse=reverse)
+        args = (gi, h0, c0, w_hh) if b_hh is None else (gi, h0, c0, w_hh, b_hh)
+        hs, c_n = ops_rnn.LSTMLayer.apply(*args, reverse=reverse)
         return hs, (hs[0] if reverse else hs[-1], c_n)
 
     def forward(self, input, hx=None):
