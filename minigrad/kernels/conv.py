@@ -100,6 +100,17 @@ def _inside(out_w, width, offset, sw):
     return lo, hi
 
 
+@jit
+def _tap(r, out_w, width, kh, kw, sw, pw, dw):
+    """Row r of cols: channel c and kernel offset (ki, kj), the outputs lo <= ow < hi whose tap
+    falls inside x, and the column of x that output lo reads, as (c, ki, lo, hi, w_lo)."""
+    c, k = divmod(r, kh * kw)
+    ki, kj = divmod(k, kw)
+    offset = kj * dw - pw
+    lo, hi = _inside(out_w, width, offset, sw)
+    return c, ki, lo, hi, lo * sw + offset
+
+
 @typed_jit(_im2col_signature)
 def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
     """The rows first <= r < stop of cols: channel c = r // (kh kw), kernel offset (ki, kj).
@@ -108,13 +119,9 @@ def _im2col_rows(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, fill, first, stop):
     n_batch, height, width = x.shape[0], x.shape[2], x.shape[3]
     out_h, out_w = cols.shape[2], cols.shape[3]
     for r in range(first, stop):
-        c, k = divmod(r, kh * kw)
-        ki, kj = divmod(k, kw)
-        # the outputs ow whose column w = ow sw + kj dw - pw lies inside x: lo <= ow < hi
-        offset = kj * dw - pw
-        lo, hi = _inside(out_w, width, offset, sw)
+        c, ki, lo, hi, column = _tap(r, out_w, width, kh, kw, sw, pw, dw)
         ur, uc, ulo, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(lo), np.uintp(hi - lo), np.uintp(sw)
-        w_lo = np.uintp(lo * sw + offset)  # the column of x that output lo reads
+        w_lo = np.uintp(column)  # the column of x that output lo reads
         for n in range(n_batch):
             un = np.uintp(n)
             for oh in range(out_h):
@@ -177,12 +184,8 @@ def piece_cols(x, n, oh0, oh1, out_w, cols, col0, kh, kw, sh, sw, ph, pw, dh, dw
     height, width = x.shape[2], x.shape[3]
     un = np.uintp(n)
     for r in range(x.shape[1] * kh * kw):
-        c, k = divmod(r, kh * kw)
-        ki, kj = divmod(k, kw)
-        offset = kj * dw - pw
-        lo, hi = _inside(out_w, width, offset, sw)
-        ur, uc, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(hi - lo), np.uintp(sw)
-        w_lo = np.uintp(lo * sw + offset)
+        c, ki, lo, hi, column = _tap(r, out_w, width, kh, kw, sw, pw, dw)
+        ur, uc, u_inside, usw, w_lo = np.uintp(r), np.uintp(c), np.uintp(hi - lo), np.uintp(sw), np.uintp(column)
         for oh in range(oh0, oh1):
             start = np.uintp(col0 + (oh - oh0) * out_w)  # where this output row's windows start in cols
             h = oh * sh + ki * dh - ph
@@ -209,12 +212,8 @@ def piece_add(cols, col0, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw
     height, width = dx.shape[2], dx.shape[3]
     un = np.uintp(n)
     for r in range(dx.shape[1] * kh * kw):
-        c, k = divmod(r, kh * kw)
-        ki, kj = divmod(k, kw)
-        offset = kj * dw - pw
-        lo, hi = _inside(out_w, width, offset, sw)
-        ur, uc, u_inside, usw = np.uintp(r), np.uintp(c), np.uintp(hi - lo), np.uintp(sw)
-        w_lo = np.uintp(lo * sw + offset)
+        c, ki, lo, hi, column = _tap(r, out_w, width, kh, kw, sw, pw, dw)
+        ur, uc, u_inside, usw, w_lo = np.uintp(r), np.uintp(c), np.uintp(hi - lo), np.uintp(sw), np.uintp(column)
         for oh in range(oh0, oh1):
             h = oh * sh + ki * dh - ph
             if h < 0 or h >= height:

@@ -293,6 +293,15 @@ def _layer_signature(read, written, *more):
     return signature
 
 
+@jit
+def _sum_into(out, a, b):
+    """out = a + b, for (rows, n) C-contiguous arrays, one row at a time."""
+    for r in range(out.shape[0]):
+        x, y, z = a[r], b[r], out[r]
+        for j in range(np.uintp(out.shape[1])):
+            z[j] = x[j] + y[j]
+
+
 @jit(cache=CACHE)
 def _pack(b):
     """b (K, N), any strides -> its column strips (ceil(N / NR), K, NR), zeros past column N. The
@@ -401,10 +410,7 @@ def _lstm_rows_backward(g_hs, g_c, c0, w_hh, cs, tanh_cs, acts, dgates, dh0, dc0
     for s in range(length):  # the steps, the last one first
         t = s if reverse else length - 1 - s
         c_prev = c0[first:stop] if s == length - 1 else cs[t + 1 if reverse else t - 1, first:stop]
-        for r in range(rows):
-            a, b, out = g_hs[t, first + r], dh[r], dh_t[r]
-            for j in range(np.uintp(hidden)):
-                out[j] = a[j] + b[j]
+        _sum_into(dh_t, g_hs[t, first:stop], dh)
         d = dgates[t, first:stop]
         _lstm_cell_backward(dh_t, dc, acts[t, first:stop], c_prev, tanh_cs[t, first:stop], d, dc_prev)
         dc, dc_prev = dc_prev, dc
@@ -447,17 +453,11 @@ def _gru_rows_backward(g_hs, h0, w_hh, hs, acts, ghs, dgi, dgh, dh0, reverse, fi
     for s in range(length):  # the steps, the last one first
         t = s if reverse else length - 1 - s
         h_prev = h0[first:stop] if s == length - 1 else hs[t + 1 if reverse else t - 1, first:stop]
-        for r in range(rows):
-            a, b, out = g_hs[t, first + r], dh[r], dh_t[r]
-            for j in range(np.uintp(hidden)):
-                out[j] = a[j] + b[j]
+        _sum_into(dh_t, g_hs[t, first:stop], dh)
         _gru_cell_backward(dh_t, acts[t, first:stop], ghs[t, first:stop], h_prev, dgi[t, first:stop],
                            dgh[t, first:stop], dh_direct)
         _times(dgh[t, first:stop], w, dh_w, tile, scratch)
-        for r in range(rows):  # dh_{t-1} = dh z + dgh[t] W_hh
-            a, b, out = dh_direct[r], dh_w[r], dh[r]
-            for j in range(np.uintp(hidden)):
-                out[j] = a[j] + b[j]
+        _sum_into(dh, dh_direct, dh_w)  # dh_{t-1} = dh z + dgh[t] W_hh
     for r in range(rows):
         for j in range(hidden):
             dh0[first + r, j] = dh[r, j]
