@@ -44,6 +44,8 @@ from .conv import col2im_numpy, im2col_numpy, piece_add, piece_cols  # noqa: E40
 from .matmul import CACHE, MR, NR, SERIAL_FLOPS, block_product, block_scratch, strided  # noqa: E402
 
 PIECE_BYTES = 512 * 1024  # the columns of one piece of output rows: at most this many bytes (or one row)
+# (on a 2 MB L2, 512 KB and 1 MB ran alike and 128-256 KB up to 30% slower at ResNet shapes; 512 KB
+# still fits the smallest L2 of the CPUs minigrad targets, Zen 2 and 3's)
 PIECE_COLUMNS = 4096  # and at most this many columns (a 1 x 1 kernel on few channels)
 PARTS_PER_THREAD = 2  # the backward's parts of dW per thread (a thread slowed by another program takes fewer)
 
@@ -81,7 +83,7 @@ def conv2d_backward_numpy(g, x, weight, stride, padding, dilation, need_dx=True,
     g2 = g.transpose(1, 0, 2, 3).reshape(o, -1)  # (O, N OH OW)
     dx = dweight = None
     if need_dx:
-        dcols = (weight.reshape(o, -1).T @ g2).reshape(-1, *g.shape[:1], *g.shape[2:])  # (C kh kw, N, OH, OW)
+        dcols = (weight.reshape(o, -1).T @ g2).reshape(-1, g.shape[0], *g.shape[2:])  # (C kh kw, N, OH, OW)
         dx = col2im_numpy(dcols, x.shape, kernel, stride, padding, dilation)
     if need_dweight:
         cols = im2col_numpy(x, kernel, stride, padding, dilation, g.shape[2:])
@@ -186,7 +188,8 @@ def conv2d_grads(g, x, w_t, dx, dw_parts, layout, first, stop):
             per_image = (oh1 - oh0) * out_w
             used = (n1 - n0) * per_image
             width = _up(used, NR)
-            g_piece = g_buffer[:out_up * width].reshape((out_up, width))  # g of the piece (rows past O: 0)
+            # g of the piece; its rows past O hold zeros or leftovers, which meet w_t's zero columns
+            g_piece = g_buffer[:out_up * width].reshape((out_up, width))
             for n in range(n0, n1):
                 un, src, dst = np.uintp(n), np.uintp(oh0 * out_w), np.uintp((n - n0) * per_image)
                 for o in range(n_out):
