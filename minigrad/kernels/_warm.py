@@ -167,10 +167,11 @@ class _Ahead:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
-        for line in self.process.stdout:  # "ready FILE" once each file is in the cache
-            with self.ready:
-                self.pending.discard(line.split()[-1])
-                self.ready.notify_all()
+        with self.process.stdout as lines:  # (closed at the end: no ResourceWarning at exit)
+            for line in lines:  # "ready FILE" once each file is in the cache
+                with self.ready:
+                    self.pending.discard(line.split()[-1])
+                    self.ready.notify_all()
         self.process.wait()
         with self.ready:  # finished or died: nothing more to wait for
             self.pending.clear()
