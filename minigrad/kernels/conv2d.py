@@ -20,7 +20,8 @@ out again (cheaper than keeping them):
 
     for each piece of the images of part p                                  conv2d_grads
         dW_p  += g[piece] @ cols^T     (each part of the batch sums its own dW; the parts are
-                                        added up at the end)
+                                        added up at the end; with few taps, as dot products of
+                                        rows: _add_row_dots)
         dcols  = W^T @ g[piece]
         dx[n] += col2im(dcols)                                             conv.py's piece_add
 
@@ -47,6 +48,7 @@ PIECE_BYTES = 512 * 1024  # the columns of one piece of output rows: at most thi
 # (on a 2 MB L2, 512 KB and 1 MB ran alike and 128-256 KB up to 30% slower at ResNet shapes; 512 KB
 # still fits the smallest L2 of the CPUs minigrad targets, Zen 2 and 3's)
 PIECE_COLUMNS = 4096  # and at most this many columns (a 1 x 1 kernel on few channels)
+DOT_TAPS = 32  # at most this many taps (C kh kw): the backward's dW by dot products (_add_row_dots)
 PARTS_PER_THREAD = 2  # the backward's parts of dW per thread (a thread slowed by another program takes fewer)
 
 
@@ -135,6 +137,28 @@ def _up(n, multiple):
     return (n + multiple - 1) // multiple * multiple
 
 
+@jit(fastmath={"reassoc", "contract"})
+def _add_row_dots(g, cols, used, dw):
+    """dw[o, t] += sum over j < used of g[o, j] cols[t, j], for the rows o < dw.shape[0], t < dw.shape[1].
+
+    dW = g cols^T as a matrix product must read cols^T, a transposed view: packing it gathers one
+    number per tap and column, and with LeNet's 25 taps that gather cost most of the product. Here
+    both operands are read along their rows, two rows of g at a time (each row of cols loaded once
+    for both). The sums may be reordered ("reassoc"): LLVM then adds 16 columns per instruction."""
+    n_out, n_taps = dw.shape
+    for o in range(0, n_out, 2):
+        g0, g1 = g[o], g[min(o + 1, n_out - 1)]
+        for t in range(n_taps):
+            c = cols[t]
+            s0 = s1 = np.float32(0)
+            for j in range(np.uintp(used)):
+                s0 += g0[j] * c[j]
+                s1 += g1[j] * c[j]
+            dw[o, t] += s0
+            if o + 1 < n_out:
+                dw[o + 1, t] += s1
+
+
 @typed_jit(_forward_signature, cache=CACHE)
 def conv2d_images(x, w2, bias, out, layout, first, stop):
     """out[n] for the images first <= n < stop (see the module docstring). w2 has O' >= O rows,
@@ -200,10 +224,13 @@ def conv2d_grads(g, x, w_t, dx, dw_parts, layout, first, stop):
                 cols = cols_buffer[:taps_up * used].reshape((taps_up, used))
                 for n in range(n0, n1):
                     piece_cols(x, n, oh0, oh1, out_w, cols, (n - n0) * per_image, kh, kw, sh, sw, ph, pw, dh, dw)
-                block_product(strided(g_piece)[:, :used], strided(cols).T[:, :n_taps], dw_piece, scratch)
-                for o in range(n_out):
-                    for t in range(n_taps):
-                        dw_parts[p, o, t] += dw_piece[o, t]
+                if n_taps <= DOT_TAPS:  # few taps: dot products of contiguous rows (see _add_row_dots)
+                    _add_row_dots(g_piece, cols, used, dw_parts[p])
+                else:
+                    block_product(strided(g_piece)[:, :used], strided(cols).T[:, :n_taps], dw_piece, scratch)
+                    for o in range(n_out):
+                        for t in range(n_taps):
+                            dw_parts[p, o, t] += dw_piece[o, t]
             if need_dx:  # dcols = W^T g, added back into dx
                 cols = cols_buffer[:taps_up * width].reshape((taps_up, width))
                 block_product(w, strided(g_piece), cols, scratch)
