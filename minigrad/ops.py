@@ -1509,11 +1509,6 @@ class LayerNorm(Function):
         return dx.reshape(x.shape), dw, db
 
 
-def _channel_axes(x):
-    """The axes batch norm reduces over: every axis but the channel axis 1."""
-    return (0,) + tuple(range(2, x.ndim))
-
-
 def _per_channel(a, ndim):
     """A (C,) array shaped (1, C, 1, ...) to broadcast against an input of `ndim` dims."""
     return a.reshape((1, -1) + (1,) * (ndim - 2))
@@ -1532,14 +1527,9 @@ class BatchNorm(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, eps=1e-5):
-        axes = _channel_axes(x)
-        mean = x.mean(axis=axes, keepdims=True)
-        centred = x - mean
-        var = (centred * centred).mean(axis=axes, keepdims=True)
-        rstd = 1.0 / np.sqrt(var + eps)
-        xhat = centred * rstd
-        ctx.save_for_backward(xhat, weight, rstd)
-        return xhat * _per_channel(weight, x.ndim) + _per_channel(bias, x.ndim)
+        y, xhat, rstd = kernels.batch_norm_forward(x, weight, bias, eps)  # (kernels/batchnorm.py)
+        ctx.save_for_backward(xhat, weight, rstd)  # rstd (1, C, 1, ...)
+        return y
 
     rule = ("xhat = (x - mean) rstd per channel over its n values, gh = g w:  "
             "dx = rstd/n (n gh - sum(gh) - xhat sum(gh xhat)),  dw = sum(g xhat),  db = sum(g)")
@@ -1547,14 +1537,9 @@ class BatchNorm(Function):
     @staticmethod
     def backward(ctx, g):
         xhat, weight, rstd = ctx.saved_tensors
-        axes = _channel_axes(xhat)
-        n = xhat.size // xhat.shape[1]
-        gh = g * _per_channel(weight, g.ndim)  # the gradient reaching xhat
         # mean and var depend on every x of the channel: the two sums carry their share back
-        dx = rstd / n * (n * gh - gh.sum(axis=axes, keepdims=True) - xhat * (gh * xhat).sum(axis=axes, keepdims=True))
-        dw = (g * xhat).sum(axis=axes) if ctx.needs_input_grad[1] else None
-        db = g.sum(axis=axes) if ctx.needs_input_grad[2] else None
-        return dx, dw, db
+        dx, dw, db = kernels.batch_norm_backward(g, xhat, weight, rstd)
+        return dx, (dw if ctx.needs_input_grad[1] else None), (db if ctx.needs_input_grad[2] else None)
 
 
 class RunningStatistics(Function):

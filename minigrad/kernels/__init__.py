@@ -153,6 +153,24 @@ def layer_norm_backward(g, x, weight, mean, rstd):
     return _run("layer_norm_backward", g, x, weight, mean, rstd)
 
 
+@_kernel("batchnorm")
+def batch_norm_forward(x, weight, bias, eps=1e-5):
+    """(y, xhat shaped like x (N, C, *), rstd (1, C, 1, ...)) of batch norm over each channel."""
+    return _run("batch_norm_forward", x, weight, bias, eps)
+
+
+@_kernel("batchnorm")
+def batch_norm_backward(g, xhat, weight, rstd):
+    """(dx, dweight (C,), dbias (C,)) of batch norm."""
+    return _run("batch_norm_backward", g, xhat, weight, rstd)
+
+
+@_kernel("batchnorm")
+def channel_statistics(x):
+    """(mean, var) (C,) in float64 of each channel of x (N, C, *), var divided by n."""
+    return _run("channel_statistics", x)
+
+
 @_kernel("gelu")
 def gelu_forward(x, approximate=False):
     """gelu(x), elementwise, exact or tanh-approximated."""

@@ -20,10 +20,10 @@ import warnings
 
 import numpy as np
 
-from .. import devices, ops
+from .. import devices, kernels, ops
 from ..creation import as_tensor
 from ..grad_mode import no_grad
-from ..ops import BatchNorm, _channel_axes, _per_channel
+from ..ops import BatchNorm, _per_channel
 from ..tensor import Tensor
 from .module import Module, Parameter
 
@@ -74,10 +74,9 @@ def _update_running(x, running_mean, running_var, momentum, statistics):
 
 def _batch_statistics(values):
     """Per channel: the mean and the unbiased variance (divided by n - 1, as PyTorch) over (N, *)."""
-    axes = _channel_axes(values)
     n = values.size // values.shape[1]
-    return {"mean": values.mean(axis=axes, dtype=np.float64),
-            "var": values.var(axis=axes, dtype=np.float64) * n / (n - 1)}
+    mean, var = kernels.channel_statistics(values)  # (float64)
+    return {"mean": mean, "var": var * n / (n - 1)}
 
 
 def _instance_statistics(values):
