@@ -26,8 +26,9 @@ def _channel(a, ndim):
     return a.reshape((1, -1) + (1,) * (ndim - 2))
 
 
-@pytest.mark.parametrize("shape, offset, threads", [((8, 3), 0.0, 1), ((8, 3, 1), 0.0, 1), ((4, 5, 7), 0.0, 1),
-                                                    ((16, 16, 14, 14), 0.0, 2), ((6, 4, 9, 9), 1000.0, 2)])
+@pytest.mark.parametrize("shape, offset, threads", [((8, 3), 0.0, 1), ((8, 3, 1), 0.0, 1), ((256, 200), 5.0, 2),
+                                                    ((4, 5, 7), 0.0, 1), ((16, 16, 14, 14), 0.0, 2),
+                                                    ((6, 4, 9, 9), 1000.0, 2)])
 def test_batch_norm_kernels_match_float64(shape, offset, threads):
     x, weight, bias, g = _inputs(shape, seed=len(shape), offset=offset)
     x64, w64, b64, g64 = (a.astype(np.float64) for a in (x, weight, bias, g))
