@@ -117,6 +117,8 @@ def adaptive_avg_pool2d(input, output_size):
     sizes = tuple(n if s is None else int(s) for s, n in zip(sizes, x.shape[-2:]))
     if min(sizes) < 1 or min(x.shape[-2:]) < 1:
         raise ValueError(f"{name}: output_size {sizes} and the input's size {x.shape[-2:]} must be positive")
+    if sizes == (1, 1):  # global average pooling (a ResNet's last layer): one mean over H and W
+        return x.mean(axis=(-2, -1), keepdims=True)
     dtype = x.dtype
     return ops_conv.Resample.apply(x, rows=_adaptive_windows(x.shape[-2], sizes[0], dtype),
                                    cols=_adaptive_windows(x.shape[-1], sizes[1], dtype))
