@@ -77,7 +77,9 @@ def _assert_tile_loop(report, register):
         assert loop["stack"] == [], f"stack accesses inside the tile loop: {loop['stack']}"
     counts = {loop["fmas"] for loop in loops}
     assert per_step * report["unroll"] in counts  # the unrolled main loop
-    assert per_step in counts  # the last steps, one by one
+    # and the loop over the last steps (and strided rows of a), one by one or, as LLVM may unroll
+    # a loop whose count it knows, a few at a time
+    assert min(counts) < per_step * report["unroll"] or report["unroll"] == 1
 
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64") or _host_family() not in ("avx2", "avx512"),

@@ -237,22 +237,24 @@ def _fma_tile_loop(module, number, size, intp):
     acc_vectors = [builder.bitcast(builder.gep(acc_ptr, [const(r * NR + v * lanes)]), vector.as_pointer())
                    for r in range(MR) for v in range(n_vectors)]
 
-    def k_loop(accs, p_start, a_offset, b_offset, a_col_stride, unroll):
-        """while p + unroll <= n_steps: `unroll` steps of k. The accumulators and the byte offsets
-        of the next numbers of a (from each row's start) and of b are loop variables (phi).
-        Returns their values after it."""
+    def k_loop(accs, left_start, a_offset, b_offset, a_col_stride, unroll):
+        """while at least `unroll` steps are left: `unroll` steps of k. The accumulators, the steps
+        left and the byte offsets of the next numbers of a (from each row's start) and of b are
+        loop variables (phi). Returns their values after it.
+        (The steps left count down to a constant: comparing a count up with n_steps would hold
+        n_steps in one more general register, and 6 rows of a take most of them already.)"""
         entry = builder.basic_block
         header = builder.append_basic_block(f"k_by_{unroll}")
         body = builder.append_basic_block(f"k_by_{unroll}.body")
         done = builder.append_basic_block(f"k_by_{unroll}.done")
         builder.branch(header)
         builder.position_at_end(header)
-        start = [p_start, a_offset, b_offset]
+        start = [left_start, a_offset, b_offset]
         carried = [builder.phi(intp) for _ in start] + [builder.phi(vector) for _ in accs]
         for phi, value in zip(carried, start + accs):
             phi.add_incoming(value, entry)
-        p, a_at, b_at, acc_phis = carried[0], carried[1], carried[2], carried[3:]
-        builder.cbranch(builder.icmp_signed("<=", builder.add(p, const(unroll)), n_steps), body, done)
+        left, a_at, b_at, acc_phis = carried[0], carried[1], carried[2], carried[3:]
+        builder.cbranch(builder.icmp_signed(">=", left, const(unroll)), body, done)
         builder.position_at_end(body)
         new = list(acc_phis)
         for u in range(unroll):
@@ -266,18 +268,18 @@ def _fma_tile_loop(module, number, size, intp):
                 for v in range(n_vectors):
                     i = r * n_vectors + v
                     new[i] = builder.call(fmuladd, [splat, b_vectors[v], new[i]])
-        following = ([builder.add(p, const(unroll)), builder.add(a_at, builder.mul(const(unroll), a_col_stride)),
+        following = ([builder.sub(left, const(unroll)), builder.add(a_at, builder.mul(const(unroll), a_col_stride)),
                       builder.add(b_at, builder.mul(const(unroll), b_row_stride))] + new)
         for phi, value in zip(carried, following):
             phi.add_incoming(value, builder.basic_block)
         builder.branch(header)
         builder.position_at_end(done)
-        return acc_phis, p, a_at, b_at
+        return acc_phis, left, a_at, b_at
 
     def sweep(a_col_stride, unroll):  # all n_steps of k: `unroll` at a time, then one by one
         accs = [builder.load(ptr, align=size) for ptr in acc_vectors]
-        accs, p, a_at, b_at = k_loop(accs, const(0), const(0), const(0), a_col_stride, unroll)
-        accs = k_loop(accs, p, a_at, b_at, a_col_stride, 1)[0]
+        accs, left, a_at, b_at = k_loop(accs, n_steps, const(0), const(0), a_col_stride, unroll)
+        accs = k_loop(accs, left, a_at, b_at, a_col_stride, 1)[0]
         for ptr, value in zip(acc_vectors, accs):
             builder.store(value, ptr, align=size)
 
