@@ -117,7 +117,7 @@ def _grads_signature(dtype):
                       _array(dtype, 3), _array(types.intp, 1, True), types.intp, types.intp)
 
 
-@jit(cache=CACHE)
+@jit(cache=CACHE, inline="always")
 def _pieces(n0, n_stop, out_h, piece_rows, piece_images):
     """The pieces of the images n0 <= n < n_stop, in order: an array of (n0, n1, oh0, oh1)."""
     n_row_pieces = (out_h + piece_rows - 1) // piece_rows
@@ -132,7 +132,7 @@ def _pieces(n0, n_stop, out_h, piece_rows, piece_images):
     return pieces
 
 
-@jit(cache=CACHE)
+@jit(cache=CACHE, inline="always")
 def _up(n, multiple):
     return (n + multiple - 1) // multiple * multiple
 

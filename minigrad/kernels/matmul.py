@@ -562,13 +562,13 @@ def read_only(typingctx, array, as_strided):
     return result(array, as_strided), codegen
 
 
-@jit(cache=CACHE)
+@jit(cache=CACHE, inline="always")
 def strided(array):
     """array as the read-only strided operand type of ``matmul_block``."""
     return read_only(array, True)
 
 
-@jit(cache=CACHE)
+@jit(cache=CACHE, inline="always")
 def block_scratch(dtype_of, n_cols):
     """Buffers for matmul_block, for products of at most n_cols columns: a read in place (0 rows),
     the packed strips of b, one edge tile; and an empty bias. Returns (packed_a, packed_b, edge, no_bias)."""
@@ -577,7 +577,7 @@ def block_scratch(dtype_of, n_cols):
             np.empty((MR, NR), dtype=dtype), read_only(np.empty(0, dtype=dtype), False))
 
 
-@jit(cache=CACHE)
+@jit(cache=CACHE, inline="always")
 def block_product(a, b, c, scratch):
     """c = a @ b with matmul_block, all of it: a (M, K) and b (K, N) strided, c (M, N) C-contiguous,
     scratch from ``block_scratch`` (for at least N columns)."""
