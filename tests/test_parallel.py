@@ -445,6 +445,64 @@ def test_the_compile_ahead_warm_up_reaches_the_pool_kernels_of_a_training_step(t
         assert _entry_address(kernel), kernel
 
 
+class _RecordedAhead:
+    """Stands in for _warm._Ahead: records what the second process was asked to compile."""
+
+    def __init__(self, files, awaited):
+        self.files, self.awaited, self.pending = files, awaited, set(files)
+        self.ready = threading.Condition()
+
+    def wait_for(self, file):
+        raise AssertionError(f"waited for {file}")
+
+
+@pytest.mark.parametrize("first", ["conv2d", "layernorm", "matmul"])
+def test_the_first_kernel_file_chooses_what_the_second_process_compiles(monkeypatch, first):
+    """A convolutional network's first kernel is conv2d: the second process compiles the kernels its
+    step needs later (the backward ones first), and this process waits for none of them. Any other
+    start (a GPT's is layernorm) has the attention kernels compiled ahead, and waits for them."""
+    from minigrad.kernels import _warm
+
+    monkeypatch.setattr(_warm, "_started", False)
+    monkeypatch.setattr(_warm, "_ahead", None)
+    monkeypatch.setattr(_warm, "_Ahead", _RecordedAhead)
+    monkeypatch.setattr(_warm, "_cache_is_cold", lambda files: True)
+    monkeypatch.setattr(_warm, "warm_up", lambda file: None)  # (this process's own kernels, before a wait)
+    monkeypatch.delenv("MINIGRAD_COMPILE_AHEAD", raising=False)
+    _warm.before_import(first)
+    ahead = _warm._ahead
+    if first == "conv2d":
+        assert ahead.files == _warm.LATER["conv2d"] and ahead.awaited == ()
+        assert ahead.files[0] == "conv2d:backward"
+        for file in ("matmul", "cross_entropy", "relu"):
+            _warm.before_import(file)  # pending in the other process, and not waited for
+    else:
+        assert ahead.files == ahead.awaited == _warm.AHEAD
+        with pytest.raises(AssertionError, match="waited for attention"):
+            _warm.before_import("attention")
+
+
+def test_the_later_kernels_of_a_convolutional_step_are_compiled_by_their_warm_ups(threads, monkeypatch):
+    """Each name the second process gets for a convolutional start runs that file's kernels (only
+    the backward ones for FILE:backward: the forward is what the first process is compiling)."""
+    from minigrad.kernels import _warm, batchnorm, conv2d, pool, relu
+
+    threads(1)
+
+    def forward_not_here(*args, **kwargs):
+        raise AssertionError("a :backward warm-up ran a forward kernel")
+
+    monkeypatch.setattr(conv2d, "conv2d_forward_numba", forward_not_here)
+    monkeypatch.setattr(batchnorm, "batch_norm_forward_numba", forward_not_here)
+    for name in _warm.LATER["conv2d"]:
+        _warm.warm_up(name)
+    f32 = np.dtype(np.float32)
+    assert conv2d.conv2d_grads.for_dtype(f32).signatures
+    for kernel in (pool._max_pool_backward_planes.for_dtype(f32), relu._backward_range, relu._forward_range,
+                   batchnorm._backward_channels.for_dtype(f32)):
+        assert kernel.signatures, kernel
+
+
 def test_while_another_process_compiles_the_pool_kernels_run_here_without_it(threads, monkeypatch):
     from minigrad.kernels import _warm
 

@@ -8,6 +8,8 @@ kernel files in ``AHEAD``: that process compiles them into the cache, the one sh
 process. Meanwhile this process compiles, on first use, everything else. When it reaches a file
 that the other process has not finished, it first compiles its own kernels that a training step
 will need (``OWN``), then waits, and loads the other's machine code from the cache.
+A convolutional network (its first kernel file is conv2d) needs no attention: for it the other
+process compiles ``LATER``'s kernels instead, those its step reaches last, and nothing waits for them.
 
 Then the other process compiles the thread pool's own compiled parts (``warm_pool``: its polling
 loops and the argument packing, ``_spin.py`` and ``_entries.py``), and, last, runs each kernel
@@ -54,6 +56,14 @@ import numpy as np
 AHEAD = ("attention",)  # the kernel files the second process compiles (the largest first)
 POOL_FIRST, POOL_LAST = "pool", "pool-entries"  # what it does before and after them (see above)
 OWN = ("matmul", "layernorm", "gelu", "cross_entropy", "embedding", "reduce", "adam")
+# The first kernel file a process needs tells what kind of model it trains. A convolutional network
+# starts with conv2d, and its step needs attention never, but later, while this process compiles the
+# forward pass, the products of its classifier head and the backward kernels. For such a start the
+# second process compiles those instead (FILE:backward: only that file's backward kernels), and
+# nothing waits for them: this process loads each one from the cache if the other has put it there
+# by the time it is needed, and compiles it itself otherwise.
+LATER = {"conv2d": ("conv2d:backward", "cross_entropy", "pool:backward", "relu", "reduce", "batchnorm:backward",
+                    "matmul")}
 WAIT_SECONDS = 300  # give up waiting (and compile here) if the other process takes longer
 
 
@@ -64,6 +74,7 @@ def warm_up(file):
 
 
 def _warm_up(file):
+    file, _, part = file.partition(":")  # ("conv2d:backward": only the backward kernels)
     module = load(file)
     x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
     w = np.ones(6, np.float32)
@@ -95,6 +106,24 @@ def _warm_up(file):
         q = x.reshape(1, 2, 2, 6)
         out, weights = module.attention_forward_numba(q, q, q, None, 0.5)
         module.attention_backward_numba(out, q, q, q, weights, None, 0.5)
+    elif file == "conv2d":
+        images = np.linspace(-1, 1, 2 * 3 * 6 * 6, dtype=np.float32).reshape(2, 3, 6, 6)
+        weight = np.ones((4, 3, 3, 3), np.float32)
+        if part != "backward":
+            module.conv2d_forward_numba(images, weight, None, (1, 1), (1, 1), (1, 1), (6, 6))
+        module.conv2d_backward_numba(np.ones((2, 4, 6, 6), np.float32), images, weight, (1, 1), (1, 1), (1, 1))
+    elif file == "relu":
+        module.relu_backward_numba(rows, module.relu_forward_numba(rows))
+    elif file == "pool":
+        images = rows.reshape(2, 3, 10, 13)
+        y, indices = module.max_pool2d_forward_numba(images, (2, 2), (2, 2), (0, 0), (1, 1), (5, 6))
+        module.max_pool2d_backward_numba(y, indices, images.shape)
+    elif file == "batchnorm":
+        for shape in ((2, 3, 10, 13), (130, 6)):  # after a convolution, after a linear layer
+            z = rows.reshape(shape)
+            if part != "backward":
+                module.batch_norm_forward_numba(z, w[:shape[1]], w[:shape[1]], 1e-5)
+            module.batch_norm_backward_numba(z, z, w[:shape[1]], w[:shape[1]] * 0.5)
     elif file == "softmax":
         for kernel in ("softmax", "log_softmax"):
             y = getattr(module, f"{kernel}_forward_numba")(x)
@@ -155,8 +184,9 @@ def every_launch_on_the_pool():
 class _Ahead:
     """The second process, and which of its files are ready."""
 
-    def __init__(self, files):
+    def __init__(self, files, awaited):
         self.pending = {POOL_FIRST, *files, POOL_LAST}
+        self.awaited = awaited  # the files this process waits for (before_import); the others it may compile too
         self.waited = 0.0  # seconds this process spent waiting for it (wait_for)
         self.ready = threading.Condition()
         env = dict(os.environ, MINIGRAD_COMPILE_AHEAD="0", MINIGRAD_QUIET_COMPILE="1")
@@ -296,13 +326,14 @@ def before_import(file):
     with loading, _lock:
         if not _started:
             _started = True
-            if os.environ.get("MINIGRAD_COMPILE_AHEAD", "1") != "0" and _cache_is_cold(AHEAD):
+            later = LATER.get(file, ())  # (a kind of model whose step needs no attention)
+            if os.environ.get("MINIGRAD_COMPILE_AHEAD", "1") != "0" and _cache_is_cold((file,) if later else AHEAD):
                 try:
-                    _ahead = _Ahead(AHEAD)
+                    _ahead = _Ahead(later or AHEAD, awaited=() if later else AHEAD)
                 except OSError:  # no second process to be had: compile everything here
                     _ahead = None
         ahead = _ahead
-    if ahead is None or file not in AHEAD:
+    if ahead is None or file not in ahead.awaited:
         return
     with ahead.ready:
         busy = file in ahead.pending
@@ -399,8 +430,9 @@ if __name__ == "__main__":
         if name == POOL_FIRST:
             warm_pool()
         elif name == POOL_LAST:
+            kernels = [name for name in sys.argv[1:] if name not in (POOL_FIRST, POOL_LAST)]
             with every_launch_on_the_pool():
-                for file in (*AHEAD, *OWN):
+                for file in dict.fromkeys((*kernels, *OWN)):
                     warm_up(file)
         else:
             warm_up(name)
