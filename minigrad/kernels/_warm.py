@@ -430,7 +430,9 @@ if __name__ == "__main__":
         if name == POOL_FIRST:
             warm_pool()
         elif name == POOL_LAST:
-            kernels = [name for name in sys.argv[1:] if name not in (POOL_FIRST, POOL_LAST)]
+            # every kernel of the files named (forward kernels too: the first process has put them
+            # in the cache by now), each launch on the pool, which compiles the launch's entry
+            kernels = [name.partition(":")[0] for name in sys.argv[1:] if name not in (POOL_FIRST, POOL_LAST)]
             with every_launch_on_the_pool():
                 for file in dict.fromkeys((*kernels, *OWN)):
                     warm_up(file)
