@@ -56,12 +56,13 @@ import numpy as np
 AHEAD = ("attention",)  # the kernel files the second process compiles (the largest first)
 POOL_FIRST, POOL_LAST = "pool", "pool-entries"  # what it does before and after them (see above)
 OWN = ("matmul", "layernorm", "gelu", "cross_entropy", "embedding", "reduce", "adam")
-# The first kernel file a process needs tells what kind of model it trains. A convolutional network
-# starts with conv2d, and its step needs attention never, but later, while this process compiles the
-# forward pass, the products of its classifier head and the backward kernels. For such a start the
-# second process compiles those instead (FILE:backward: only that file's backward kernels), and
-# nothing waits for them: this process loads each one from the cache if the other has put it there
-# by the time it is needed, and compiles it itself otherwise.
+# The first kernel file a process needs tells what kind of model it trains. A convolutional
+# network's is conv2d: its step never needs attention, and what it needs last (the backward kernels,
+# the products of its classifier) the second process can compile while this one compiles the forward
+# pass. So for it the second process compiles LATER's list ("FILE:backward": only that file's
+# backward kernels; the pooling file goes by "pool:backward" only, as plain "pool" is POOL_FIRST),
+# and nothing waits for them: this process loads each one from the cache if the other has put it
+# there by the time it is needed, and compiles it itself otherwise.
 LATER = {"conv2d": ("conv2d:backward", "cross_entropy", "pool:backward", "relu", "reduce", "batchnorm:backward",
                     "matmul")}
 WAIT_SECONDS = 300  # give up waiting (and compile here) if the other process takes longer
