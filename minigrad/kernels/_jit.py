@@ -53,10 +53,17 @@ def _configure_environment():
 
 _configure_environment()
 
+import llvmlite.binding as llvm  # noqa: E402
 import numba  # noqa: E402
 from numba.core import event  # noqa: E402
 
 FASTMATH = {"contract"}  # fused multiply-add, but no reordering of sums
+# How small helpers are compiled (``jit(inline=INLINE)``; matmul.py's docstring says why): copied
+# into their callers with LLVM 15 and newer, where that made a first start much faster (LLVM 22,
+# numba 0.68: 24-26 -> 15 s of compiling for a GPT step); compiled on their own with LLVM 14 (numba
+# 0.58, the floor of setup.cfg), whose optimizer took far longer over the larger callers (a LeNet's
+# first step 51 -> 94 s, an LSTM's 60 -> 76 s, attention's backward 8 -> 24 s).
+INLINE = "always" if llvm.llvm_version_info[0] >= 15 else "never"
 
 
 def jit(*args, parallel=False, **kwargs):

@@ -34,7 +34,7 @@ numpy twin is quick, and compiling a float64 version would add seconds to numba'
 
 import numpy as np
 
-from ._jit import jit, typed_jit  # isort: skip
+from ._jit import INLINE, jit, typed_jit  # isort: skip
 from numba import types  # noqa: E402
 
 from ._parallel import parallel_for  # noqa: E402
@@ -83,7 +83,7 @@ def attention_backward_numpy(g, q, k, v, weights, mask, scale):
 # ---------------------------------------------------------------------------------------------------
 
 
-@jit(cache=CACHE, inline="always")  # (these helpers are copied into the kernels: see matmul.py on inline)
+@jit(cache=CACHE, inline=INLINE)  # (these helpers are copied into the kernels: see _jit.INLINE)
 def _product(a, b, c, ends, scratch):
     """c = a @ b with matmul.py's blocked kernel, for a (M, K), b (K, N) strided, c (M, N) C.
 
@@ -115,7 +115,7 @@ def _product(a, b, c, ends, scratch):
             first, strips = block, needed
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _copy_into(src, dst):
     """dst[i, c] = src[i, c]."""
     for i in range(src.shape[0]):
@@ -123,7 +123,7 @@ def _copy_into(src, dst):
             dst[i, c] = src[i, c]
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _transpose_into(src, dst):
     """dst[c, i] = src[i, c]: once per slice, so that the products read rows, not columns."""
     for i in range(src.shape[0]):
@@ -131,7 +131,7 @@ def _transpose_into(src, dst):
             dst[c, i] = src[i, c]
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _zero(row, start):
     """row[start:] = 0, as a loop: numba's slice assignment compiles a shape check and its error
     message, seconds of compile time for nothing here."""
@@ -139,7 +139,7 @@ def _zero(row, start):
         row[j] = 0
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _row_end(row, n):
     """How much of row[:n] the loops visit: up to its last nonzero (True) entry, rounded up to a
     multiple of 16 (whole SIMD vectors: the extra entries are zero or blocked and change nothing);

@@ -26,7 +26,7 @@ planes (n, c) of dx, so no two threads write the same number. They read C-contig
 """
 import numpy as np
 
-from ._jit import jit, typed_jit  # first: it sets LLVM options before numba is imported
+from ._jit import INLINE, jit, typed_jit  # first: it sets LLVM options before numba is imported
 
 from numba import types  # noqa: E402
 from ._parallel import parallel_for  # noqa: E402
@@ -92,7 +92,7 @@ def _col2im_signature(dtype):
                       *[types.intp] * 8, types.intp, types.intp)
 
 
-@jit(inline="always")
+@jit(inline=INLINE)
 def _inside(out_w, width, offset, sw):
     """The outputs lo <= ow < hi whose input column ow sw + offset lies inside 0 <= w < width."""
     lo = min(out_w, max(0, (-offset + sw - 1) // sw))
@@ -100,7 +100,7 @@ def _inside(out_w, width, offset, sw):
     return lo, hi
 
 
-@jit(inline="always")
+@jit(inline=INLINE)
 def _tap(r, out_w, width, kh, kw, sw, pw, dw):
     """Row r of cols: channel c and kernel offset (ki, kj), the outputs lo <= ow < hi whose tap
     falls inside x, and the column of x that output lo reads, as (c, ki, lo, hi, w_lo)."""
@@ -173,7 +173,7 @@ def _col2im_planes(cols, dx, kh, kw, sh, sw, ph, pw, dh, dw, first, stop):
                             dx[un, uc, uh, w_lo + i * usw] += cols[ur, un, uoh, ulo + i]
 
 
-@jit(inline="always")
+@jit(inline=INLINE)
 def piece_cols(x, n, oh0, oh1, out_w, cols, col0, kh, kw, sh, sw, ph, pw, dh, dw):
     """im2col of output rows oh0 <= oh < oh1 of image n (for conv2d.py), into the columns from col0 on
     of cols (>= C kh kw, >= col0 + (oh1 - oh0) out_w), C-contiguous like x (N, C, H, W):
@@ -206,7 +206,7 @@ def piece_cols(x, n, oh0, oh1, out_w, cols, col0, kh, kw, sh, sw, ph, pw, dh, dw
                 cols[ur, start + ow] = 0
 
 
-@jit(inline="always")
+@jit(inline=INLINE)
 def piece_add(cols, col0, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw):
     """The adjoint of ``piece_cols``: each number of cols added back into dx[n] where it was read."""
     height, width = dx.shape[2], dx.shape[3]

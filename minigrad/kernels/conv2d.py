@@ -37,7 +37,7 @@ of g, is the op's (ops_conv.py).
 """
 import numpy as np
 
-from ._jit import jit, typed_jit  # isort: skip  (first: it sets LLVM options before numba is imported)
+from ._jit import INLINE, jit, typed_jit  # isort: skip  (first: it sets LLVM options before numba is imported)
 from numba import types  # noqa: E402
 
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
@@ -117,7 +117,7 @@ def _grads_signature(dtype):
                       _array(dtype, 3), _array(types.intp, 1, True), types.intp, types.intp)
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _pieces(n0, n_stop, out_h, piece_rows, piece_images):
     """The pieces of the images n0 <= n < n_stop, in order: an array of (n0, n1, oh0, oh1)."""
     n_row_pieces = (out_h + piece_rows - 1) // piece_rows
@@ -132,7 +132,7 @@ def _pieces(n0, n_stop, out_h, piece_rows, piece_images):
     return pieces
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _up(n, multiple):
     return (n + multiple - 1) // multiple * multiple
 

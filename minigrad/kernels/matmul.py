@@ -54,10 +54,10 @@ A few numba details recur below:
   size of one number, i.e. that the row is contiguous, so it can use vector loads there.
 - Literal constants passed to a compiled function (``f(x, 0)``) make numba compile a version
   of ``f`` for that constant; hence the variables ``zero`` and ``one`` below.
-- ``inline="always"`` on a small helper makes numba copy its body into each caller before
-  compiling. Otherwise the helper is compiled on its own, and each caller links that code in, and
-  LLVM optimizes it and turns it into machine code once more for every caller. On a first start
-  that cost 0.1 to 0.5 s per helper and caller. The tile kernel and ``matmul_block`` stay
+- ``inline=INLINE`` on a small helper makes numba copy its body into each caller before
+  compiling (with LLVM 15 and newer: see ``_jit.INLINE``). Otherwise the helper is compiled on its
+  own, and each caller links that code in, and LLVM optimizes it and turns it into machine code
+  once more for every caller. On a first start that cost 0.1 to 0.5 s per helper and caller. The tile kernel and ``matmul_block`` stay
   separate functions: they are large, and LLVM must not inline them anyway (``_never_inline``).
   ``_copy_row`` also stays separate: inlined into the tile kernel, products ran 2-4% slower.
 """
@@ -65,7 +65,7 @@ A few numba details recur below:
 import numpy as np
 
 # _jit first: it sets numba's compiler options, which numba reads when it is first imported
-from ._jit import jit, numba, typed_jit  # isort: skip
+from ._jit import INLINE, jit, numba, typed_jit  # isort: skip
 from ._cpu import choose_tile, kernel_forced, vector_bytes, vector_tile  # noqa: E402
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from numba import types  # noqa: E402
@@ -418,7 +418,7 @@ def _copy_row(src, i, j0, dst, di, dj0):
 # --------------------------------------------------------------------------------------------
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _pack_strip(b, k0, k1, j0, strip):
     """strip[q, j] = b[k0 + q, j0 + j] for q < k1 - k0 and j < NR, zero past the last column.
 
@@ -444,7 +444,7 @@ def _pack_strip(b, k0, k1, j0, strip):
                 strip[q, j] = b[row, np.uintp(j0 + j)]
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _pack_rows(a, i_lo, i_hi, k0, k1, packed):
     """packed[i - i_lo, q] = a[i, k0 + q] for the rows [i_lo, i_hi): a contiguous copy of a block.
 
@@ -462,7 +462,7 @@ def _pack_rows(a, i_lo, i_hi, k0, k1, packed):
                 packed[i, q] = a[np.uintp(i_lo + i), col]
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _copy_block(src, si, sj, dst, di, dj, height, width):
     """dst[di:di+height, dj:dj+width] = src[si:si+height, sj:sj+width]."""
     for i in range(height):
@@ -470,7 +470,7 @@ def _copy_block(src, si, sj, dst, di, dj, height, width):
             dst[di + i, dj + j] = src[si + i, sj + j]
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _rows_per_pass(k_block):
     """Row blocks of a (MR rows each) that one pass over the strips reads: MC x KC numbers (128 KB,
     which stay in L2), so MC rows at full blocks of k and more when k is short."""
@@ -562,13 +562,13 @@ def read_only(typingctx, array, as_strided):
     return result(array, as_strided), codegen
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def strided(array):
     """array as the read-only strided operand type of ``matmul_block``."""
     return read_only(array, True)
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def block_scratch(dtype_of, n_cols):
     """Buffers for matmul_block, for products of at most n_cols columns: a read in place (0 rows),
     the packed strips of b, one edge tile; and an empty bias. Returns (packed_a, packed_b, edge, no_bias)."""
@@ -577,7 +577,7 @@ def block_scratch(dtype_of, n_cols):
             np.empty((MR, NR), dtype=dtype), read_only(np.empty(0, dtype=dtype), False))
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def block_product(a, b, c, scratch):
     """c = a @ b with matmul_block, all of it: a (M, K) and b (K, N) strided, c (M, N) C-contiguous,
     scratch from ``block_scratch`` (for at least N columns)."""
@@ -586,7 +586,7 @@ def block_product(a, b, c, scratch):
     matmul_block(a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge)
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _chunk(n_items, n_chunks, k):
     """The k-th of n_chunks nearly equal contiguous ranges of range(n_items), as (lo, hi)."""
     return k * n_items // n_chunks, (k + 1) * n_items // n_chunks

@@ -42,7 +42,7 @@ e = exp(-2|x|), off by a few units of rounding of 1 (not of tanh(x) itself) near
 """
 import numpy as np
 
-from ._jit import jit, typed_jit  # first: it sets LLVM options before numba is imported
+from ._jit import INLINE, jit, typed_jit  # first: it sets LLVM options before numba is imported
 
 from numba import types  # noqa: E402
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
@@ -186,13 +186,13 @@ def gru_layer_backward_numpy(g_hs, h0, w_hh, hs, acts, ghs, reverse=False):
 # ---------------------------------------------------------------------------------------------------
 # Compiled kernels
 # ---------------------------------------------------------------------------------------------------
-@jit(error_model="numpy", inline="always")
+@jit(error_model="numpy", inline=INLINE)
 def _sigmoid_fast(x):
     e = fast_exp(-abs(x))
     return (np.float32(1) if x >= 0 else e) / (np.float32(1) + e)
 
 
-@jit(error_model="numpy", inline="always")
+@jit(error_model="numpy", inline=INLINE)
 def _tanh_fast(x):
     e = fast_exp(np.float32(-2) * abs(x))
     t = (np.float32(1) - e) / (np.float32(1) + e)
@@ -203,7 +203,7 @@ def _tanh_fast(x):
 # a pass a SIMD register at a time only when it can check cheaply that the arrays a loop writes do
 # not overlap those it reads, and one loop over all six arrays of a step is past that (it then ran
 # nine times slower). numba's handling of negative indices would stop it too (see matmul.py).
-@jit(error_model="numpy", inline="always")
+@jit(error_model="numpy", inline=INLINE)
 def _lstm_cell(pre, c_prev, acts, c, tanh_c, h):
     n_rows, hidden = c_prev.shape
     u1, u2, u3 = np.uintp(hidden), np.uintp(2 * hidden), np.uintp(3 * hidden)
@@ -224,7 +224,7 @@ def _lstm_cell(pre, c_prev, acts, c, tanh_c, h):
             hn[j] = a[u3 + j] * tc[j]
 
 
-@jit(error_model="numpy", inline="always")
+@jit(error_model="numpy", inline=INLINE)
 def _lstm_cell_backward(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
     n_rows, hidden = dh.shape
     u1, u2, u3 = np.uintp(hidden), np.uintp(2 * hidden), np.uintp(3 * hidden)
@@ -247,7 +247,7 @@ def _lstm_cell_backward(dh, dc, acts, c_prev, tanh_c, dpre, dc_prev):
             dcp[j] = dcp[j] * a[u1 + j]
 
 
-@jit(error_model="numpy", inline="always")
+@jit(error_model="numpy", inline=INLINE)
 def _gru_cell(gi, gh, h_prev, acts, h):
     n_rows, hidden = h_prev.shape
     u1, u2 = np.uintp(hidden), np.uintp(2 * hidden)
@@ -262,7 +262,7 @@ def _gru_cell(gi, gh, h_prev, acts, h):
             hn[j] = a[u2 + j] + a[u1 + j] * (hp[j] - a[u2 + j])
 
 
-@jit(error_model="numpy", inline="always")
+@jit(error_model="numpy", inline=INLINE)
 def _gru_cell_backward(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
     n_rows, hidden = dh.shape
     u1, u2 = np.uintp(hidden), np.uintp(2 * hidden)
@@ -293,7 +293,7 @@ def _layer_signature(read, written, *more):
     return signature
 
 
-@jit(inline="always")
+@jit(inline=INLINE)
 def _sum_into(out, a, b):
     """out = a + b, for (rows, n) C-contiguous arrays, one row at a time."""
     for r in range(out.shape[0]):
@@ -302,7 +302,7 @@ def _sum_into(out, a, b):
             z[j] = x[j] + y[j]
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _pack(b):
     """b (K, N), any strides -> its column strips (ceil(N / NR), K, NR), zeros past column N. The
     products of every step read these in place: packed once per layer, not once per step."""
@@ -315,7 +315,7 @@ def _pack(b):
     return strips
 
 
-@jit(cache=CACHE, inline="always")
+@jit(cache=CACHE, inline=INLINE)
 def _times(a, strips, out, tile, scratch):
     """out (M, N) = a (M, K) @ the matrix packed in strips, one strip of NR columns at a time, each
     product into tile (M, NR) and then copied into place."""
