@@ -62,7 +62,8 @@ FASTMATH = {"contract"}  # fused multiply-add, but no reordering of sums
 # into their callers with LLVM 15 and newer, where that made a first start much faster (LLVM 22,
 # numba 0.68: 24-26 -> 15 s of compiling for a GPT step); compiled on their own with LLVM 14 (numba
 # 0.58, the floor of setup.cfg), whose optimizer took far longer over the larger callers (a LeNet's
-# first step 51 -> 94 s, an LSTM's 60 -> 76 s, attention's backward 8 -> 24 s).
+# first step 51 -> 94 s, an LSTM's 60 -> 76 s, attention's backward 8 -> 24 s). (Measured on a
+# Zen 3 with LLVM 14 and 22; the versions between, not measured, are counted with the newer.)
 INLINE = "always" if llvm.llvm_version_info[0] >= 15 else "never"
 
 
