@@ -57,8 +57,9 @@ A few numba details recur below:
 - ``inline=INLINE`` on a small helper makes numba copy its body into each caller before
   compiling (with LLVM 15 and newer: see ``_jit.INLINE``). Otherwise the helper is compiled on its
   own, and each caller links that code in, and LLVM optimizes it and turns it into machine code
-  once more for every caller. On a first start that cost 0.1 to 0.5 s per helper and caller. The tile kernel and ``matmul_block`` stay
-  separate functions: they are large, and LLVM must not inline them anyway (``_never_inline``).
+  once more for every caller. On a first start that cost 0.1 to 0.5 s per helper and caller.
+  The tile kernel and ``matmul_block`` stay separate functions: they are large, and LLVM must not
+  inline them anyway (``_never_inline``).
   ``_copy_row`` also stays separate: inlined into the tile kernel, products ran 2-4% slower.
 """
 
