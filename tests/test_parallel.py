@@ -465,6 +465,7 @@ def test_the_first_kernel_file_chooses_what_the_second_process_compiles(monkeypa
 
     monkeypatch.setattr(_warm, "_started", False)
     monkeypatch.setattr(_warm, "_ahead", None)
+    monkeypatch.setattr(_warm, "_expected", {})  # (no layer has said what it needs)
     monkeypatch.setattr(_warm, "_Ahead", _RecordedAhead)
     monkeypatch.setattr(_warm, "_cache_is_cold", lambda files: True)
     monkeypatch.setattr(_warm, "warm_up", lambda file: None)  # (this process's own kernels, before a wait)
@@ -480,6 +481,61 @@ def test_the_first_kernel_file_chooses_what_the_second_process_compiles(monkeypa
         assert ahead.files == ahead.awaited == _warm.AHEAD
         with pytest.raises(AssertionError, match="waited for attention"):
             _warm.before_import("attention")
+
+
+@pytest.mark.parametrize("layers", [["LSTM"], ["GRU", "RNN"]])
+def test_recurrent_layers_say_what_the_second_process_compiles(monkeypatch, layers):
+    """A recurrent network starts with a product, as a Transformer does, so its layers say what they
+    are when they are made: the second process then compiles their kernels and the rest of the step
+    (no attention), and this process waits for none of them."""
+    from minigrad import nn
+    from minigrad.kernels import _warm
+
+    monkeypatch.setattr(_warm, "_started", False)
+    monkeypatch.setattr(_warm, "_ahead", None)
+    monkeypatch.setattr(_warm, "_expected", {})
+    monkeypatch.setattr(_warm, "_Ahead", _RecordedAhead)
+    monkeypatch.setattr(_warm, "_cache_is_cold", lambda files: True)
+    monkeypatch.delenv("MINIGRAD_COMPILE_AHEAD", raising=False)
+    nn.Linear(3, 4)  # (says nothing)
+    for layer in layers:
+        getattr(nn, layer)(3, 4)
+    _warm.before_import("matmul")
+    ahead = _warm._ahead
+    kinds = tuple(f"rnn:{layer.lower()}:backward" for layer in layers)
+    assert ahead.files == (*kinds, *_warm.LATER_RECURRENT) and ahead.awaited == ()
+    for file in ("matmul", "rnn", "cross_entropy", "attention"):
+        _warm.before_import(file)  # (attention too: compiled here if ever needed, not waited for)
+
+
+def test_the_recurrent_warm_ups_compile_their_layers_kernels_and_entries(threads, monkeypatch):
+    """Each "rnn:KIND" warm-up compiles that layer's forward and backward kernels and no other
+    layer's, "rnn:KIND:backward" its backward kernel alone; within every_launch_on_the_pool it
+    launches them on the pool, which compiles their entries."""
+    from minigrad.kernels import _warm, rnn
+
+    threads(1)
+    rows_per_thread = rnn.ROWS_PER_THREAD
+    f32 = np.dtype(np.float32)
+    kernels = {"lstm": (rnn._lstm_rows, rnn._lstm_rows_backward), "gru": (rnn._gru_rows, rnn._gru_rows_backward),
+               "rnn": (rnn._rnn_rows, rnn._rnn_rows_backward)}
+    launched = []
+    original = rnn.parallel_for
+    monkeypatch.setattr(rnn, "parallel_for", lambda kernel, *a, threads=None, **k: (
+        launched.append((kernel, threads)), original(kernel, *a, threads=threads, **k)))
+    for kind, (forward, backward) in kernels.items():
+        _warm.warm_up(f"rnn:{kind}:backward")
+        assert [kernel for kernel, _ in launched] == [backward.for_dtype(f32)]
+        launched.clear()
+        _warm.warm_up(f"rnn:{kind}")
+        pair = forward, backward
+        assert [kernel for kernel, _ in launched] == [kernel.for_dtype(f32) for kernel in pair]
+        assert all(kernel.for_dtype(f32).signatures for kernel in pair)
+        assert all(n == 1 for _, n in launched)  # (the second process's own warm-up: one thread)
+        launched.clear()
+    with _warm.every_launch_on_the_pool():
+        _warm.warm_up("rnn:lstm")
+    assert [n for _, n in launched] == [2, 2] and rnn.ROWS_PER_THREAD == rows_per_thread  # (restored after)
 
 
 def test_the_later_kernels_of_a_convolutional_step_are_compiled_by_their_warm_ups(threads, monkeypatch):

@@ -10,6 +10,7 @@ that the other process has not finished, it first compiles its own kernels that 
 will need (``OWN``), then waits, and loads the other's machine code from the cache.
 A convolutional network (its first kernel file is conv2d) needs no attention: for it the other
 process compiles ``LATER``'s kernels instead, those its step reaches last, and nothing waits for them.
+A recurrent network is told by its layers (``expect``), and likewise gets ``LATER_RECURRENT``.
 
 Then the other process compiles the thread pool's own compiled parts (``warm_pool``: its polling
 loops and the argument packing, ``_spin.py`` and ``_entries.py``), and, last, runs each kernel
@@ -65,7 +66,28 @@ OWN = ("matmul", "layernorm", "gelu", "cross_entropy", "embedding", "reduce", "a
 # there by the time it is needed, and compiles it itself otherwise.
 LATER = {"conv2d": ("conv2d:backward", "cross_entropy", "pool:backward", "relu", "reduce", "batchnorm:backward",
                     "matmul")}
+# A recurrent network's first kernel file is matmul (the input's part of every gate), as an MLP's and
+# the paper's Transformer's: its layers say what it is instead, when they are made (``expect``:
+# "rnn:lstm", "rnn:gru", "rnn:rnn"). Its step needs no attention either: while this process compiles
+# matmul and then the layers' forward kernels, the second one compiles their backward kernels
+# ("rnn:lstm:backward") and then LATER_RECURRENT, all of which the step reaches after those.
+LATER_RECURRENT = ("cross_entropy", "reduce", "embedding", "adam")
 WAIT_SECONDS = 300  # give up waiting (and compile here) if the other process takes longer
+
+
+def expect(kind):
+    """A layer that is made says which kernels its training step will need ("rnn:lstm"): on a first
+    start, the second process then compiles those (``before_import``). No numba is imported here."""
+    _expected[kind] = None
+
+
+def _later(file):
+    """The list the second process compiles when the first kernel file needed is `file`, for a model
+    whose step needs no attention; () for any other (AHEAD, awaited)."""
+    if file in LATER:
+        return LATER[file]
+    recurrent = tuple(kind for kind in _expected if kind.startswith("rnn:"))
+    return (*(f"{kind}:backward" for kind in recurrent), *LATER_RECURRENT) if recurrent else ()
 
 
 def warm_up(file):
@@ -113,6 +135,23 @@ def _warm_up(file):
         if part != "backward":
             module.conv2d_forward_numba(images, weight, None, (1, 1), (1, 1), (1, 1), (6, 6))
         module.conv2d_backward_numba(np.ones((2, 4, 6, 6), np.float32), images, weight, (1, 1), (1, 1), (1, 1))
+    elif file == "rnn":  # part: "lstm", "gru" or "rnn" (that layer's kernels), or "lstm:backward"
+        kind, _, only = part.partition(":")
+        gates = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
+        gi = np.linspace(-1, 1, 2 * 4 * gates * 3, dtype=np.float32).reshape(2, 4, gates * 3)
+        h0, w_hh = np.zeros((4, 3), np.float32), np.full((gates * 3, 3), 0.1, np.float32)
+        # (for the backward alone, the forward's outputs come from its numpy twin: nothing compiles)
+        forward = getattr(module, f"{kind}_layer_forward_{'numpy' if only == 'backward' else 'numba'}")
+        backward = getattr(module, f"{kind}_layer_backward_numba")
+        if kind == "lstm":
+            hs, cs, tanh_cs, acts = forward(gi, h0, h0, w_hh)
+            backward(hs, cs[-1], h0, h0, w_hh, hs, cs, tanh_cs, acts)
+        elif kind == "gru":
+            hs, acts, ghs = forward(gi, h0, w_hh)
+            backward(hs, h0, w_hh, hs, acts, ghs)
+        else:
+            hs = forward(gi, h0, w_hh)
+            backward(hs, h0, w_hh, hs)
     elif file == "relu":
         module.relu_backward_numba(rows, module.relu_forward_numba(rows))
     elif file == "pool":
@@ -168,12 +207,16 @@ def every_launch_on_the_pool():
     saved = [(modules["matmul"], "SERIAL_FLOPS"), (modules["attention"], "SERIAL_FLOPS"),
              (modules["gelu"], "PARALLEL_MIN_ELEMENTS_EXP"), (modules["reduce"], "PARALLEL_MIN_ELEMENTS"),
              (_rows, "use_threads"), (modules["layernorm"], "use_threads")]
+    rnn = sys.modules.get(f"{__package__}.rnn")  # (only if a warm-up imported it)
+    saved += [(rnn, "ROWS_PER_THREAD")] if rnn is not None else []
     saved = [(module, name, getattr(module, name)) for module, name in saved]
     threads = _parallel.get_num_threads()
     try:
         for module, name, _ in saved:
             setattr(module, name, 0)
         _rows.use_threads = modules["layernorm"].use_threads = lambda x, min_elements=0: x.dtype == np.float32
+        if rnn is not None:
+            rnn.ROWS_PER_THREAD = 1
         _parallel.set_num_threads(2)
         yield
     finally:
@@ -221,6 +264,7 @@ class _Ahead:
 
 _ahead = None
 _started = False
+_expected = {}  # what the layers made so far said their step needs (expect), in that order
 _lock = threading.RLock()  # (re-entrant, as every lock of _fork_locks)
 # held during the first use: the imports of numba and of the kernel files (load), each kernel's
 # first call (first_call), the pool's first launch and the compiles of its entries (_parallel.py)
@@ -327,7 +371,7 @@ def before_import(file):
     with loading, _lock:
         if not _started:
             _started = True
-            later = LATER.get(file, ())  # (a kind of model whose step needs no attention)
+            later = _later(file)  # (a kind of model whose step needs no attention)
             if os.environ.get("MINIGRAD_COMPILE_AHEAD", "1") != "0" and _cache_is_cold((file,) if later else AHEAD):
                 try:
                     _ahead = _Ahead(later or AHEAD, awaited=() if later else AHEAD)
@@ -433,7 +477,7 @@ if __name__ == "__main__":
         elif name == POOL_LAST:
             # every kernel of the files named (forward kernels too: the first process has put them
             # in the cache by now), each launch on the pool, which compiles the launch's entry
-            kernels = [name.partition(":")[0] for name in sys.argv[1:] if name not in (POOL_FIRST, POOL_LAST)]
+            kernels = [name.removesuffix(":backward") for name in sys.argv[1:] if name not in (POOL_FIRST, POOL_LAST)]
             with every_launch_on_the_pool():
                 for file in dict.fromkeys((*kernels, *OWN)):
                     warm_up(file)

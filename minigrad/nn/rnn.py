@@ -36,6 +36,7 @@ import warnings
 import numpy as np
 
 from .. import devices, ops, ops_rnn
+from ..kernels import _warm
 from ..creation import as_tensor, cat, dropout, stack, zeros
 from ..tensor import Tensor
 from . import functional as F
@@ -246,6 +247,7 @@ class RNNBase(Module):
     before (the tanh RNN, one fused op per step, does both in its step)."""
 
     gates = 1
+    kernels = "rnn"  # its layer's kernels in kernels/rnn.py (the tanh or ReLU RNN's)
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, dtype=np.float32, device=None):
@@ -267,6 +269,7 @@ class RNNBase(Module):
         self.num_directions = 2 if self.bidirectional else 1
         rows = self.gates * hidden_size
         self._flat_weights_names = []
+        _warm.expect(f"rnn:{self.kernels}")  # (on a first start, the second process compiles its kernels)
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size * self.num_directions
             for suffix in self._suffixes(layer):
@@ -439,6 +442,7 @@ class GRU(RNNBase):
     (3H, I or D*H), weight_hh_l{k} (3H, H), bias_ih_l{k}, bias_hh_l{k} (3H,)."""
 
     gates = 3
+    kernels = "gru"  # its layer's kernels in kernels/rnn.py
     _layer_op = True
 
     def _step(self, gi, h, w_hh, b_hh):
@@ -462,6 +466,7 @@ class LSTM(RNNBase):
     (4H, I or D*H), weight_hh_l{k} (4H, H), bias_ih_l{k}, bias_hh_l{k} (4H,)."""
 
     gates = 4
+    kernels = "lstm"  # its layer's kernels in kernels/rnn.py
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, dtype=np.float32, device=None):
