@@ -486,8 +486,8 @@ def test_the_first_kernel_file_chooses_what_the_second_process_compiles(monkeypa
 @pytest.mark.parametrize("layers", [["LSTM"], ["GRU", "RNN"]])
 def test_recurrent_layers_say_what_the_second_process_compiles(monkeypatch, layers):
     """A recurrent network starts with a product, as a Transformer does, so its layers say what they
-    are when they are made: the second process then compiles their kernels and the rest of the step
-    (no attention), and this process waits for none of them."""
+    are when they are made: the second process then compiles their backward kernels and the rest of
+    the step (no attention), and this process waits for none of them."""
     from minigrad import nn
     from minigrad.kernels import _warm
 
@@ -523,12 +523,11 @@ def test_the_recurrent_warm_ups_compile_their_layers_kernels_and_entries(threads
     original = rnn.parallel_for
     monkeypatch.setattr(rnn, "parallel_for", lambda kernel, *a, threads=None, **k: (
         launched.append((kernel, threads)), original(kernel, *a, threads=threads, **k)))
-    for kind, (forward, backward) in kernels.items():
+    for kind, pair in kernels.items():
         _warm.warm_up(f"rnn:{kind}:backward")
-        assert [kernel for kernel, _ in launched] == [backward.for_dtype(f32)]
+        assert [kernel for kernel, _ in launched] == [pair[1].for_dtype(f32)]
         launched.clear()
         _warm.warm_up(f"rnn:{kind}")
-        pair = forward, backward
         assert [kernel for kernel, _ in launched] == [kernel.for_dtype(f32) for kernel in pair]
         assert all(kernel.for_dtype(f32).signatures for kernel in pair)
         assert all(n == 1 for _, n in launched)  # (the second process's own warm-up: one thread)

@@ -36,8 +36,8 @@ import warnings
 import numpy as np
 
 from .. import devices, ops, ops_rnn
-from ..kernels import _warm
 from ..creation import as_tensor, cat, dropout, stack, zeros
+from ..kernels import _warm
 from ..tensor import Tensor
 from . import functional as F
 from . import init
