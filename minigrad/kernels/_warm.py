@@ -204,19 +204,17 @@ def every_launch_on_the_pool():
 
     modules = {name: importlib.import_module(f"{__package__}.{name}")
                for name in ("matmul", "attention", "gelu", "reduce", "layernorm")}
-    saved = [(modules["matmul"], "SERIAL_FLOPS"), (modules["attention"], "SERIAL_FLOPS"),
-             (modules["gelu"], "PARALLEL_MIN_ELEMENTS_EXP"), (modules["reduce"], "PARALLEL_MIN_ELEMENTS"),
-             (_rows, "use_threads"), (modules["layernorm"], "use_threads")]
+    float32_rows = lambda x, min_elements=0: x.dtype == np.float32  # noqa: E731  (threads for any size)
+    overrides = [(modules["matmul"], "SERIAL_FLOPS", 0), (modules["attention"], "SERIAL_FLOPS", 0),
+                 (modules["gelu"], "PARALLEL_MIN_ELEMENTS_EXP", 0), (modules["reduce"], "PARALLEL_MIN_ELEMENTS", 0),
+                 (_rows, "use_threads", float32_rows), (modules["layernorm"], "use_threads", float32_rows)]
     rnn = sys.modules.get(f"{__package__}.rnn")  # (only if a warm-up imported it)
-    saved += [(rnn, "ROWS_PER_THREAD")] if rnn is not None else []
-    saved = [(module, name, getattr(module, name)) for module, name in saved]
+    overrides += [(rnn, "ROWS_PER_THREAD", 1)] if rnn is not None else []
+    saved = [(module, name, getattr(module, name)) for module, name, _ in overrides]
     threads = _parallel.get_num_threads()
     try:
-        for module, name, _ in saved:
-            setattr(module, name, 0)
-        _rows.use_threads = modules["layernorm"].use_threads = lambda x, min_elements=0: x.dtype == np.float32
-        if rnn is not None:
-            rnn.ROWS_PER_THREAD = 1
+        for module, name, value in overrides:
+            setattr(module, name, value)
         _parallel.set_num_threads(2)
         yield
     finally:
