@@ -22,6 +22,9 @@ operands come from the nearest caches:
   vector); the other CPUs keep the loops, which were as fast there (``_cpu.KERNEL_OF``).
   ``tests/test_matmul_asm.py`` reads the compiled loop: per step of k, MR * NR / W FMAs and no
   stack access.
+- Before a tile's loop over ``k``, the tile kernel asks the CPU for the cache lines of ``c`` that the
+  next tile will write (``_prefetch_rows``): in a training step ``c`` is fresh memory, and the lines
+  then arrive while the loop runs instead of stalling the stores at its end.
 - ``k`` is cut into blocks of at most ``KC`` steps, and ``b`` into strips of NR columns. A
   ``KC x NR`` piece of a strip stays in the L1 cache while the tiles run down the rows of ``a``
   (``matmul_block``), as many rows per pass as fit ``MC x KC`` numbers (128 KB), which stay in L2:
@@ -153,6 +156,43 @@ def _never_inline(typingctx):
         return context.get_dummy_value()
 
     return types.none(), codegen
+
+
+@intrinsic
+def _prefetch_rows(typingctx, c, row, n_rows, col):
+    """Ask the CPU to fetch, for writing, the cache lines of c[row:row+n_rows, col:col+NR].
+
+    A product writes each line of ``c`` once, at the end of a tile. Fresh from the allocator (as
+    the outputs of a training step's ops are), those lines sit in main memory, and each store would
+    wait for its line. Asked for at the start of the tile, the lines arrive while the tile's loop
+    over k runs. (BLIS and OpenBLAS prefetch the tile of c the same way.) Rows past the end of c are
+    not asked for; the hint never faults and changes no result."""
+    if not all(isinstance(t, types.Integer) for t in (row, n_rows, col)):
+        return None
+    line = 64
+
+    def codegen(context, builder, signature, args):
+        c_value, row_, n_, col_ = args
+        row_, n_, col_ = (context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], signature.args[1:]))
+        intp = context.get_value_type(types.intp)
+        byte_ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        prefetch = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
+                                                  "llvm.prefetch.p0i8")
+        c_array = context.make_array(signature.args[0])(context, builder, c_value)
+        row_stride, col_stride = cgutils.unpack_tuple(builder, c_array.strides, 2)
+        base = builder.gep(builder.bitcast(c_array.data, byte_ptr),
+                           [builder.add(builder.mul(row_, row_stride), builder.mul(col_, col_stride))])
+        size = context.get_abi_sizeof(context.get_data_type(signature.args[0].dtype))
+        width = NR * size  # bytes of one row of the tile
+        for r in range(MR):
+            with builder.if_then(builder.icmp_signed("<", ir.Constant(intp, r), n_)):
+                at = builder.gep(base, [builder.mul(ir.Constant(intp, r), row_stride)])
+                for offset in sorted({*range(0, width, line), width - 1}):  # every line the row touches
+                    builder.call(prefetch, [builder.gep(at, [ir.Constant(intp, offset)]), i32(1), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(c, row, n_rows, col), codegen
 
 
 @intrinsic
@@ -344,9 +384,12 @@ def _tile_kernel(a, i0, n_tiles, last_row, k0, k1, b, bk0, bj0, c, ci, cj, accum
         raise ValueError("_tile_kernel: the rows of b must be contiguous")
     acc_ptr = _stack_pointer(c, TILE_SIZE)
     acc = numba.carray(acc_ptr, (MR, NR))
+    _prefetch_rows(c, ci, min(MR, c.shape[0] - ci), cj)
     for t in range(n_tiles):
         i = i0 + t * MR  # first row of this tile in a, and in c
         ic = ci + t * MR
+        if t + 1 < n_tiles:  # the next tile's lines of c come in while this tile runs
+            _prefetch_rows(c, ic + MR, min(MR, c.shape[0] - ic - MR), cj)
         row0 = np.uintp(i)
         row1 = np.uintp(min(i + 1, last_row))
         row2 = np.uintp(min(i + 2, last_row))
