@@ -950,10 +950,28 @@ class Split(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        together = _pieces_of_one_array(ctx.input, [ctx.input[index] for index in ctx.indices], grads)
+        if together is not None:  # the gradients already sit side by side, as the pieces do: no copy
+            return together
         grad = np.empty_like(ctx.input)
         for index, g in zip(ctx.indices, grads):
             grad[index] = g
         return grad
+
+
+def _pieces_of_one_array(a, pieces, grads):
+    """The gradient of ``a`` as a view, if every grads[i] sits in one array exactly where pieces[i]
+    sits in a's array (same offset, same strides), else None. (Kernels that write the gradients of
+    q, k and v into one array make this so: kernels.attention.empty_like_parts.)"""
+    whole, owner = getattr(grads[0], "base", None), a if a.base is None else a.base
+    if not (isinstance(whole, np.ndarray) and isinstance(owner, np.ndarray)) or whole.shape != owner.shape or whole.strides != owner.strides or whole.dtype != a.dtype:
+        return None
+    g0, a0 = whole.__array_interface__["data"][0], owner.__array_interface__["data"][0]
+    for piece, g in zip(pieces, grads):
+        if (not isinstance(g, np.ndarray) or g.base is not whole or g.strides != piece.strides
+                or g.__array_interface__["data"][0] - g0 != piece.__array_interface__["data"][0] - a0):
+            return None
+    return np.ndarray(a.shape, a.dtype, buffer=whole, offset=a.__array_interface__["data"][0] - a0, strides=a.strides)
 
 
 class Unbind(Function):

@@ -5,6 +5,8 @@
   multiples of the register tile, with causal, random, broadcast and fully blocked masks, and on
   batches large enough to run on several threads.
 - The numpy twin agrees with the formula written out with explicit loops.
+- The gradients of q, k and v cut from one projection are the same cuts of one array, which
+  `Split`'s backward then returns without a copy; inputs that overlap get arrays of their own.
 - `F.scaled_dot_product_attention` equals the step-by-step attention of transformer/attention.py,
   passes a float64 gradient check on both backends, and refuses bad input with a clear message.
 """
@@ -146,6 +148,89 @@ def test_output_keeps_the_layout_of_q():
     for grad, x in zip(attention_backward_numba(np.ones_like(out), q, k, v, weights, None, 0.25), (q, k, v)):
         assert grad.strides == x.strides
 
+
+
+def fused_qkv(rng, B, T, h, d, n_kv=None):
+    """q, k, v split from one (B, T, (h + 2 n_kv) d) projection into heads, as nanoGPT's c_attn does."""
+    n_kv = h if n_kv is None else n_kv
+    qkv = rng.standard_normal((B, T, h + 2 * n_kv, d)).astype(np.float32).transpose(0, 2, 1, 3)
+    return qkv, (qkv[:, :h], qkv[:, h:h + n_kv], qkv[:, h + n_kv:])
+
+
+@pytest.mark.parametrize("n_kv", [3, 1])
+def test_gradients_of_a_split_projection_are_parts_of_one_array(n_kv):
+    """q, k, v cut from one array: dq, dk, dv are the same cuts of one new array, with the values of
+    the numpy twin, so that array is the projection's gradient without a copy."""
+    rng = np.random.default_rng(5)
+    whole, (q, k, v) = fused_qkv(rng, 2, 7, 3, 8, n_kv)
+    k, v = (np.broadcast_to(x.repeat(3 // n_kv, axis=1), q.shape) if n_kv != 3 else x for x in (k, v))
+    mask = np.broadcast_to(np.tril(np.ones((7, 7), bool)), (2, 3, 7, 7))
+    out, weights = attention_forward_numba(q, k, v, mask, 0.3)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    grads = attention_backward_numba(g, q, k, v, weights, mask, 0.3)
+    expected = attention_backward_numpy(g, q, k, v, weights, mask, 0.3)
+    for grad, x, want in zip(grads, (q, k, v), expected):
+        np.testing.assert_allclose(grad, want, **TOL[np.float32])
+    one = grads[0].base
+    if n_kv == 3:  # the three parts of one array, each where its input sits in the input's array
+        assert all(grad.base is one for grad in grads) and one.shape == whole.base.shape
+        start, new_start = whole.base.__array_interface__["data"][0], one.__array_interface__["data"][0]
+        for grad, x in zip(grads, (q, k, v)):
+            assert grad.strides == x.strides
+            assert grad.__array_interface__["data"][0] - new_start == x.__array_interface__["data"][0] - start
+    else:  # (repeated k and v heads are not parts of one array: separate arrays)
+        assert not any(grad.base is not None and grad.base is one for grad in grads[1:])
+
+
+def test_inputs_that_overlap_or_leave_part_of_their_array_get_arrays_of_their_own():
+    """Self-attention on one array (q is k is v), or three parts of an array with a fourth left out:
+    each gradient gets an array of its own, so none can overwrite another or hold stale numbers."""
+    rng = np.random.default_rng(6)
+    _, (q, k, v) = fused_qkv(rng, 2, 5, 2, 4)
+    _, (q4, k4, v4) = fused_qkv(rng, 2, 5, 2, 4, n_kv=3)  # (B, 2 + 6 heads): q4, k4 and 2 heads of v4
+    for parts in [(q, q, q), (q, k, q), (q, k, k), (q4, k4[:, :2], v4[:, :2])]:
+        out, weights = attention_forward_numba(*parts, None, 0.5)
+        grads = attention_backward_numba(np.ones_like(out), *parts, weights, None, 0.5)
+        for grad, want in zip(grads, attention_backward_numpy(np.ones_like(out), *parts, weights, None, 0.5)):
+            np.testing.assert_allclose(grad, want, **TOL[np.float32])
+        for i, a in enumerate(grads):
+            assert a.base is None or a.base.nbytes == a.nbytes  # an array of its own
+            for b in grads[i + 1:]:
+                assert not np.shares_memory(a, b)
+
+
+def test_split_backward_returns_the_gradients_array_when_they_sit_as_the_pieces_do():
+    """ops.Split: a projection split into q, k, v, through attention; its gradient is the array the
+    kernel wrote (no copy), and equals the one the numpy backend computes by copying."""
+    B, T, h, d = 2, 6, 2, 4
+    results = {}
+    for backend in ("numba", "numpy"):
+        with minigrad.use_backend(backend):
+            rng = np.random.default_rng(7)
+            x = minigrad.tensor(rng.standard_normal((B, T, 3 * h * d)).astype(np.float32), requires_grad=True)
+            qkv = (x * 1.0).reshape(B, T, 3 * h, d).transpose(1, 2)
+            q, k, v = qkv.split([h, h, h], axis=1)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            (out * minigrad.tensor(rng.standard_normal(out.shape).astype(np.float32))).sum().backward()
+            results[backend] = x.grad.numpy()
+    np.testing.assert_allclose(results["numba"], results["numpy"], rtol=1e-5, atol=1e-6)
+    from minigrad import ops
+
+    captured = {}
+    original = ops.Split.backward
+
+    def spy(ctx, *grads):
+        captured["grads"], captured["result"] = grads, original(ctx, *grads)
+        return captured["result"]
+
+    ops.Split.backward = staticmethod(spy)
+    try:
+        with minigrad.use_backend("numba"):
+            q, k, v = (x * 1.0).reshape(B, T, 3 * h, d).transpose(1, 2).split([h, h, h], axis=1)
+            F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+    finally:
+        ops.Split.backward = staticmethod(original)
+    assert captured["result"].base is captured["grads"][0].base  # a view of the kernel's array, not a copy
 
 # ------------------------------------------------------------------------------------- the op
 def composite(q, k, v, mask):

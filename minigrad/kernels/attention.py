@@ -26,7 +26,9 @@ mask so saves about a quarter of those products at T = 64. (The backward reads t
 from the same mask: past the last allowed key the weights are zero, and so is every term. A mask
 shared by all the slices, like a causal one, is read once per call.) K^T and V^T are copied once per slice into small contiguous
 arrays, so that the products read rows. The inputs may be strided views (heads split from the
-features of a (B, T, d_model) array), and the outputs keep the memory layout of q, k and v.
+features of a (B, T, d_model) array), and the outputs keep the memory layout of q, k and v. When
+q, k and v are the three parts of one projection, dq, dk and dv are the same parts of one new
+array, which is then that projection's gradient as it is (``empty_like_parts``).
 
 The compiled kernels are float32 only. float64 serves gradient checks on small inputs, where the
 numpy twin is quick, and compiling a float64 version would add seconds to numba's first start.
@@ -287,6 +289,22 @@ def attention_forward_numba(q, k, v, mask, scale):
     return out, weights
 
 
+def empty_like_parts(*parts):
+    """New arrays laid out as ``parts`` (q, k, v). When the parts are together exactly one array,
+    without overlap (one projection to 3 d_model features, split into q, k and v and into heads),
+    the new arrays are the same parts of one new array: their sum, that array's gradient, then
+    needs no copy (``ops.Split.backward`` returns it as it is)."""
+    whole = parts[0].base
+    if (not isinstance(whole, np.ndarray) or not whole.flags.c_contiguous or any(p.base is not whole or p.dtype != whole.dtype for p in parts)
+            or sum(p.nbytes for p in parts) != whole.nbytes
+            or any(np.shares_memory(a, b) for i, a in enumerate(parts) for b in parts[i + 1:])):
+        return tuple(np.empty_like(p) for p in parts)
+    new = np.empty_like(whole)
+    start = whole.__array_interface__["data"][0]
+    return tuple(np.ndarray(p.shape, p.dtype, buffer=new, offset=p.__array_interface__["data"][0] - start,
+                            strides=p.strides) for p in parts)
+
+
 def attention_backward_numba(g, q, k, v, weights, mask, scale):
     """-> (dq, dk, dv), each with the shape and memory layout of q, k, v. (float64: the numpy twin.)"""
     _check("attention_backward", q, k, v)
@@ -298,7 +316,7 @@ def attention_backward_numba(g, q, k, v, weights, mask, scale):
     weights = np.ascontiguousarray(weights)
     if mask is None or mask.shape != weights.shape:
         mask = np.broadcast_to(np.ones((1, 1, 1, 1), dtype=np.bool_) if mask is None else mask, weights.shape)
-    dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
+    dq, dk, dv = empty_like_parts(q, k, v)
     if dq.size == 0 or dk.size == 0 or dv.size == 0:
         for d in (dq, dk, dv):
             d.fill(0)
