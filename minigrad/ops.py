@@ -964,14 +964,19 @@ def _pieces_of_one_array(a, pieces, grads):
     sits in a's array (same offset, same strides), else None. (Kernels that write the gradients of
     q, k and v into one array make this so: kernels.attention.empty_like_parts.)"""
     whole, owner = getattr(grads[0], "base", None), a if a.base is None else a.base
-    if not (isinstance(whole, np.ndarray) and isinstance(owner, np.ndarray)) or whole.shape != owner.shape or whole.strides != owner.strides or whole.dtype != a.dtype:
+    if not (isinstance(whole, np.ndarray) and isinstance(owner, np.ndarray)):
         return None
-    g0, a0 = whole.__array_interface__["data"][0], owner.__array_interface__["data"][0]
+    if (whole.shape, whole.strides, whole.dtype) != (owner.shape, owner.strides, a.dtype):
+        return None
     for piece, g in zip(pieces, grads):
-        if (not isinstance(g, np.ndarray) or g.base is not whole or g.strides != piece.strides
-                or g.__array_interface__["data"][0] - g0 != piece.__array_interface__["data"][0] - a0):
+        if (getattr(g, "base", None) is not whole or g.strides != piece.strides
+                or _address(g) - _address(whole) != _address(piece) - _address(owner)):
             return None
-    return np.ndarray(a.shape, a.dtype, buffer=whole, offset=a.__array_interface__["data"][0] - a0, strides=a.strides)
+    return np.ndarray(a.shape, a.dtype, buffer=whole, offset=_address(a) - _address(owner), strides=a.strides)
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
 
 
 class Unbind(Function):

@@ -295,14 +295,19 @@ def empty_like_parts(*parts):
     the new arrays are the same parts of one new array: their sum, that array's gradient, then
     needs no copy (``ops.Split.backward`` returns it as it is)."""
     whole = parts[0].base
-    if (not isinstance(whole, np.ndarray) or not whole.flags.c_contiguous or any(p.base is not whole or p.dtype != whole.dtype for p in parts)
-            or sum(p.nbytes for p in parts) != whole.nbytes
-            or any(np.shares_memory(a, b) for i, a in enumerate(parts) for b in parts[i + 1:])):
+    one_array = (isinstance(whole, np.ndarray) and whole.flags.c_contiguous
+                 and all(p.base is whole and p.dtype == whole.dtype for p in parts)
+                 and sum(p.nbytes for p in parts) == whole.nbytes
+                 and not any(np.shares_memory(a, b) for i, a in enumerate(parts) for b in parts[i + 1:]))
+    if not one_array:
         return tuple(np.empty_like(p) for p in parts)
     new = np.empty_like(whole)
-    start = whole.__array_interface__["data"][0]
-    return tuple(np.ndarray(p.shape, p.dtype, buffer=new, offset=p.__array_interface__["data"][0] - start,
-                            strides=p.strides) for p in parts)
+    return tuple(np.ndarray(p.shape, p.dtype, buffer=new, offset=_address(p) - _address(whole), strides=p.strides)
+                 for p in parts)
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
 
 
 def attention_backward_numba(g, q, k, v, weights, mask, scale):

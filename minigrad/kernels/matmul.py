@@ -172,14 +172,13 @@ def _prefetch_rows(typingctx, c, row, n_rows, col):
     line = 64
 
     def codegen(context, builder, signature, args):
-        c_value, row_, n_, col_ = args
         row_, n_, col_ = (context.cast(builder, v, t, types.intp) for v, t in zip(args[1:], signature.args[1:]))
         intp = context.get_value_type(types.intp)
         byte_ptr = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         prefetch = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
                                                   "llvm.prefetch.p0i8")
-        c_array = context.make_array(signature.args[0])(context, builder, c_value)
+        c_array = context.make_array(signature.args[0])(context, builder, args[0])
         row_stride, col_stride = cgutils.unpack_tuple(builder, c_array.strides, 2)
         base = builder.gep(builder.bitcast(c_array.data, byte_ptr),
                            [builder.add(builder.mul(row_, row_stride), builder.mul(col_, col_stride))])
