@@ -1,6 +1,7 @@
 """The vector tile kernel compiles to the loop it is meant to: per step of k, MR x NR / W fused
 multiply-adds on full-width registers (W floats each), and no access to the stack inside the loop,
-i.e. no accumulator or pointer spilled to memory and reloaded.
+i.e. no accumulator or pointer spilled to memory and reloaded; and, before the loop, prefetch
+instructions for the lines of c the next tile writes.
 
 Checked in a fresh interpreter with an empty numba cache, for two targets:
 - AVX2, as LLVM compiles it for a Haswell on any x86 host that can run AVX2 (NUMBA_CPU_NAME and a
@@ -40,7 +41,7 @@ M._tile_kernel(a, 0, 2, 2 * M.MR - 1, 0, k, b, 0, 0, c, 0, 0, False, np.zeros(0,
 assert np.array_equal(c, a @ b), "the tile kernel computed a wrong product"  # small integers: exact
 asm = M._tile_kernel.inspect_asm(M._tile_kernel.signatures[0])
 print(json.dumps({"tile": [M.MR, M.NR], "unroll": M.K_UNROLL, "vector_bytes": M.VECTOR_BYTES,
-                  "loops": tile_loops(asm)}))
+                  "loops": tile_loops(asm), "prefetches": asm.count("\tprefetch")}))
 """
 
 
@@ -80,6 +81,8 @@ def _assert_tile_loop(report, register):
     # and the loop over the last steps (and strided rows of a), one by one or, as LLVM may unroll
     # a loop whose count it knows, a few at a time
     assert min(counts) < per_step * report["unroll"] or report["unroll"] == 1
+    # outside those loops: the lines of c for the next tile asked for, at least one per row
+    assert report["prefetches"] >= rows, f"{report['prefetches']} prefetch instructions in the tile kernel"
 
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64") or _host_family() not in ("avx2", "avx512"),
