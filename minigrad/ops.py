@@ -1233,6 +1233,14 @@ def _mm(a, b, bias=None):
     return np.matmul(a, b) if bias is None else np.matmul(a, b) + bias
 
 
+def _mm_pair(a1, b1, a2, b2):
+    """(a1 @ b1, a2 @ b2) for 2-D operands: a layer's two backward products, side by side on two
+    threads when the kernel finds that worth it (``kernels.gemm_pair``)."""
+    if a1.dtype == b1.dtype == a2.dtype == b2.dtype and a1.dtype in (np.float32, np.float64):
+        return kernels.gemm_pair(a1, b1, a2, b2)
+    return _mm(a1, b1), _mm(a2, b2)
+
+
 class MatMul(Function):
     """(..., M, K) @ (..., K, N) -> (..., M, N), batch axes broadcast as in numpy.
 
@@ -1263,6 +1271,9 @@ class MatMul(Function):
         da = db = None
         if b.ndim == 2:
             g2 = _as_rows(g)
+            if ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
+                da, db = _mm_pair(g2, b.T, _as_rows(a).T, g2)
+                return da.reshape(a.shape), db
             if ctx.needs_input_grad[0]:
                 da = _mm(g2, b.T).reshape(a.shape)
             if ctx.needs_input_grad[1]:
@@ -1300,8 +1311,12 @@ class Linear(Function):
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         g2 = _as_rows(g)
-        dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None
-        dw = _mm(g2.T, _as_rows(x)) if ctx.needs_input_grad[1] else None
+        if ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
+            dx, dw = _mm_pair(g2, weight, g2.T, _as_rows(x))  # (equal work: side by side on two threads)
+            dx = dx.reshape(x.shape)
+        else:
+            dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None
+            dw = _mm(g2.T, _as_rows(x)) if ctx.needs_input_grad[1] else None
         needs_db = len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]
         db = kernels.sum_rows(g2) if needs_db else None
         return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)

@@ -220,6 +220,78 @@ def test_tasks_that_cut_the_rows_and_pack_b_are_one_per_thread(n_threads, layout
     np.testing.assert_array_less(np.abs(got - matmul_numpy(a, b, bias)), 1e-5 * magnitude)  # (as above)
 
 
+def _pair_launches(monkeypatch):
+    """Record the kernels matmul.py hands to the pool (and still run them)."""
+    launches, parallel_for = [], matmul_module.parallel_for
+
+    def recording(kernel, n_items, *args, **kwargs):
+        launches.append((getattr(kernel, "__name__", ""), n_items))
+        return parallel_for(kernel, n_items, *args, **kwargs)
+
+    monkeypatch.setattr(matmul_module, "parallel_for", recording)
+    return launches
+
+
+def assert_close_to_reference(got, a, b):
+    magnitude = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    np.testing.assert_array_less(np.abs(got - matmul_numpy(a, b)), 1e-5 * magnitude + 1e-30)
+    assert got.flags.c_contiguous and got.dtype == a.dtype
+
+
+@pytest.mark.parametrize("m, k, n", [(768, 128, 512), (4 * MR + 3, KC + 9, 2 * NR + 5), (300, 37, 61)])
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_a_layers_two_backward_products_run_side_by_side(m, k, n, n_threads, monkeypatch):
+    """dx = g W and dW = g^T x (equal work) as one launch of two items, one whole product per thread,
+    each equal to the reference: transposed g, ragged tiles and strips, k over one block."""
+    import minigrad
+
+    rng = np.random.default_rng(m)
+    g, weight, x = random(rng, (m, n), np.float32), random(rng, (n, k), np.float32), random(rng, (m, k), np.float32)
+    launches = _pair_launches(monkeypatch)
+    before = minigrad.get_num_threads()
+    try:
+        minigrad.set_num_threads(n_threads)
+        dx, dw = matmul_module.matmul_pair_numba(g, weight, g.T, x)
+    finally:
+        minigrad.set_num_threads(before)
+    assert launches == [("_product_pair", 2)]
+    assert_close_to_reference(dx, g, weight)
+    assert_close_to_reference(dw, g.T, x)
+
+
+@pytest.mark.parametrize("case", ["one thread", "small", "unequal", "float64", "batched"])
+def test_products_not_worth_a_thread_each_run_one_after_the_other(case, monkeypatch):
+    """One thread, products below SERIAL_FLOPS, work that differs more than twofold, float64 (the
+    numpy twin), batched operands: each product runs as matmul_numba runs it alone, never as a pair."""
+    import minigrad
+
+    rng = np.random.default_rng(1)
+    m, k, n = {"small": (20, 8, 16), "unequal": (300, 64, 64)}.get(case, (256, 64, 96))
+    dtype = np.float64 if case == "float64" else np.float32
+    a1, b1 = random(rng, (m, k), dtype), random(rng, (k, n), dtype)
+    a2, b2 = (random(rng, (k, 3 * m), dtype), random(rng, (3 * m, n), dtype)) if case == "unequal" else (a1, b1)
+    if case == "batched":
+        a1, b1, a2, b2 = a1[None], b1[None], a2[None], b2[None]
+    launches = _pair_launches(monkeypatch)
+    before = minigrad.get_num_threads()
+    try:
+        minigrad.set_num_threads(1 if case == "one thread" else 2)
+        got = matmul_module.matmul_pair_numba(a1, b1, a2, b2)
+    finally:
+        minigrad.set_num_threads(before)
+    assert all(name != "_product_pair" for name, _ in launches)
+    for c, a, b in zip(got, (a1, a2), (b1, b2)):
+        np.testing.assert_allclose(c, matmul_numpy(a, b), rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4)
+
+
+def test_the_pair_checks_its_operands_as_matmul_does():
+    a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    with pytest.raises(ValueError, match="matmul_pair_numba: shapes"):
+        matmul_module.matmul_pair_numba(a, b, a, a)
+    with pytest.raises(TypeError, match="matmul_pair_numba"):
+        matmul_module.matmul_pair_numba(a, b, a.astype(np.int32), b)
+
+
 def test_bias_of_the_wrong_shape_is_refused():
     a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
     with pytest.raises(ValueError, match="bias"):

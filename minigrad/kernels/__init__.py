@@ -105,6 +105,13 @@ def gemm(a, b, bias=None):
     return _run("matmul", a, b, bias)
 
 
+@_kernel("matmul", "matmul_pair")
+def gemm_pair(a1, b1, a2, b2):
+    """(a1 @ b1, a2 @ b2) for 2-D operands, a layer's two backward products, side by side on two
+    threads when they are worth it: ``matmul.matmul_pair_numba`` / ``_numpy``."""
+    return _run("matmul_pair", a1, b1, a2, b2)
+
+
 @_kernel("softmax")
 def softmax_forward(x):
     """y (R, N) = softmax of each row of x (R, N)."""

@@ -43,6 +43,10 @@ operands come from the nearest caches:
   rows) that minigrad's threads share out (``_run_tasks``, ``_parallel.parallel_for``). Tasks
   that cut the rows of one product each pack all of ``b`` they read, so those are one per thread
   (``_matmul_compiled``).
+- A layer's backward needs two products of equal work: dx = g W and dW = g^T x. Cut in two for two
+  threads, a mid-sized product keeps each thread busy only part of the time (both wait for the
+  slower half, and each packs the b it reads); so ``matmul_pair_numba`` gives each thread one whole
+  product instead (``_product_pair``), as long as each is large enough to be worth a thread.
 - Small 2-D products (at most ``BLAS_BELOW`` multiply-adds) skip all of this: there the call into
   compiled code costs more than the arithmetic, and ``matmul_numba`` hands them to numpy.
 
@@ -71,6 +75,7 @@ import numpy as np
 # _jit first: it sets numba's compiler options, which numba reads when it is first imported
 from ._jit import INLINE, jit, numba, typed_jit  # isort: skip
 from ._cpu import choose_tile, kernel_forced, vector_bytes, vector_tile  # noqa: E402
+from . import _warm  # noqa: E402
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
@@ -114,6 +119,11 @@ def matmul_numpy(a, b, bias=None):
     if bias is not None:
         out += bias
     return out
+
+
+def matmul_pair_numpy(a1, b1, a2, b2):
+    """Reference: ``(a1 @ b1, a2 @ b2)`` with numpy, for 2-D operands of one dtype."""
+    return matmul_numpy(a1, b1), matmul_numpy(a2, b2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -679,6 +689,24 @@ def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first,
                 matmul_block(a[i], b[i], c[i], bias, panel_lo, panel_hi, block_lo, block_hi, packed_a, packed_b, edge)
 
 
+def _pair_signature(dtype):
+    """The one signature of ``_product_pair`` per dtype: operands read-only 2-D with any strides,
+    outputs C-contiguous, then the range of items."""
+    operand, out = types.Array(dtype, 2, "A", readonly=True), types.Array(dtype, 2, "C")
+    return types.void(operand, operand, out, operand, operand, out, types.intp, types.intp)
+
+
+@typed_jit(_pair_signature, cache=CACHE)
+def _product_pair(a1, b1, c1, a2, b2, c2, first, stop):
+    """Items first <= item < stop of two: item 0 is c1 = a1 @ b1, item 1 is c2 = a2 @ b2, each
+    whole, on the thread that takes it."""
+    for item in range(first, stop):
+        if item == 0:
+            block_product(a1, b1, c1, block_scratch(c1, c1.shape[1]))
+        else:
+            block_product(a2, b2, c2, block_scratch(c2, c2.shape[1]))
+
+
 # --------------------------------------------------------------------------------------------
 # The Python entry point: check, reshape, split the work
 # --------------------------------------------------------------------------------------------
@@ -737,6 +765,36 @@ def matmul_numba(a, b, bias=None):
     if a.dtype == np.float64 or (small and a.itemsize in a.strides and b.itemsize in b.strides):
         return matmul_numpy(a, b, bias)  # (rows or columns at unit stride: layouts BLAS reads in place)
     return _matmul_compiled(a, b, bias)
+
+
+PAIR_MAX_FLOPS = 512_000_000  # above this, each product is split over the threads as usual: a whole
+# product on one thread reads its a in place, and a large a does not stay in that core's L2
+
+
+def matmul_pair_numba(a1, b1, a2, b2):
+    """``(a1 @ b1, a2 @ b2)`` for 2-D operands of one dtype: a layer's two backward products.
+
+    When both are float32, of about equal work, and each worth a thread of its own (``SERIAL_FLOPS``
+    to ``PAIR_MAX_FLOPS``), the two run side by side, one whole product per thread
+    (``_product_pair``); otherwise one after the other, each as ``matmul_numba`` runs it. (On a
+    first start, the pair waits until the compile-ahead process has compiled it: ``_warm.py``.)
+    """
+    _check("matmul_pair_numba", a1, b1, None)
+    _check("matmul_pair_numba", a2, b2, None)
+    flops = sorted(2 * a.shape[0] * a.shape[1] * b.shape[1] for a, b in ((a1, b1), (a2, b2)) if a.ndim == 2)
+    side_by_side = (len(flops) == 2 and a1.dtype == a2.dtype == np.float32 and get_num_threads() >= 2
+                    and SERIAL_FLOPS <= flops[0] and flops[1] <= min(2 * flops[0], PAIR_MAX_FLOPS)
+                    and not _warm.pending(_warm.POOL_LAST))
+    if not side_by_side:
+        return matmul_numba(a1, b1), matmul_numba(a2, b2)
+    c1 = np.empty((a1.shape[0], b1.shape[1]), dtype=a1.dtype)
+    c2 = np.empty((a2.shape[0], b2.shape[1]), dtype=a2.dtype)
+    kernel = _product_pair.compiled.get(a1.dtype)
+    if kernel is None:
+        with _warm.loading:  # (its first use compiles it, or loads it from the cache: see _warm.py)
+            kernel = _product_pair.for_dtype(a1.dtype)
+    parallel_for(kernel, 2, a1, b1, c1, a2, b2, c2, chunks_per_thread=1)
+    return c1, c2
 
 
 def _check(name, a, b, bias):
