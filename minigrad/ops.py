@@ -1233,12 +1233,13 @@ def _mm(a, b, bias=None):
     return np.matmul(a, b) if bias is None else np.matmul(a, b) + bias
 
 
-def _mm_pair(a1, b1, a2, b2):
-    """(a1 @ b1, a2 @ b2) for 2-D operands: a layer's two backward products, side by side on two
-    threads when the kernel finds that worth it (``kernels.gemm_pair``)."""
+def _mm_pair(a1, b1, a2, b2, rows=None):
+    """(a1 @ b1, a2 @ b2, the sum of the rows of `rows` or None) for 2-D operands: a layer's two
+    backward products and its bias gradient, side by side on two threads when the kernel finds
+    that worth it (``kernels.gemm_pair``)."""
     if a1.dtype == b1.dtype == a2.dtype == b2.dtype and a1.dtype in (np.float32, np.float64):
-        return kernels.gemm_pair(a1, b1, a2, b2)
-    return _mm(a1, b1), _mm(a2, b2)
+        return kernels.gemm_pair(a1, b1, a2, b2, rows)
+    return _mm(a1, b1), _mm(a2, b2), None if rows is None else rows.sum(axis=0)
 
 
 class MatMul(Function):
@@ -1272,7 +1273,7 @@ class MatMul(Function):
         if b.ndim == 2:
             g2 = _as_rows(g)
             if ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
-                da, db = _mm_pair(g2, b.T, _as_rows(a).T, g2)
+                da, db, _ = _mm_pair(g2, b.T, _as_rows(a).T, g2)
                 return da.reshape(a.shape), db
             if ctx.needs_input_grad[0]:
                 da = _mm(g2, b.T).reshape(a.shape)
@@ -1311,14 +1312,16 @@ class Linear(Function):
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
         g2 = _as_rows(g)
-        if ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:
-            dx, dw = _mm_pair(g2, weight, g2.T, _as_rows(x))  # (equal work: side by side on two threads)
+        needs_db = len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]
+        db = None
+        if ctx.needs_input_grad[0] and ctx.needs_input_grad[1]:  # (equal work: side by side on two threads)
+            dx, dw, db = _mm_pair(g2, weight, g2.T, _as_rows(x), g2 if needs_db else None)
             dx = dx.reshape(x.shape)
         else:
             dx = _mm(g2, weight).reshape(x.shape) if ctx.needs_input_grad[0] else None
             dw = _mm(g2.T, _as_rows(x)) if ctx.needs_input_grad[1] else None
-        needs_db = len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]
-        db = kernels.sum_rows(g2) if needs_db else None
+        if needs_db and db is None:
+            db = kernels.sum_rows(g2)
         return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
 
 

@@ -242,7 +242,8 @@ def assert_close_to_reference(got, a, b):
 @pytest.mark.parametrize("n_threads", [2, 3])
 def test_a_layers_two_backward_products_run_side_by_side(m, k, n, n_threads, monkeypatch):
     """dx = g W and dW = g^T x (equal work) as one launch of two items, one whole product per thread,
-    each equal to the reference: transposed g, ragged tiles and strips, k over one block."""
+    each equal to the reference: transposed g, ragged tiles and strips, k over one block. The bias
+    gradient, summed beside them, has the bits of numpy's sum (rows added in order)."""
     import minigrad
 
     rng = np.random.default_rng(m)
@@ -251,12 +252,17 @@ def test_a_layers_two_backward_products_run_side_by_side(m, k, n, n_threads, mon
     before = minigrad.get_num_threads()
     try:
         minigrad.set_num_threads(n_threads)
-        dx, dw = matmul_module.matmul_pair_numba(g, weight, g.T, x)
+        dx, dw, db = matmul_module.matmul_pair_numba(g, weight, g.T, x, g)
+        dx_alone, dw_alone, no_sum = matmul_module.matmul_pair_numba(g, weight, g.T, x)
     finally:
         minigrad.set_num_threads(before)
-    assert launches == [("_product_pair", 2)]
+    assert launches == [("_product_pair", 2)] * 2
     assert_close_to_reference(dx, g, weight)
     assert_close_to_reference(dw, g.T, x)
+    np.testing.assert_array_equal(db, g.sum(axis=0))
+    np.testing.assert_array_equal(dx_alone, dx)
+    np.testing.assert_array_equal(dw_alone, dw)
+    assert no_sum is None
 
 
 @pytest.mark.parametrize("case", ["one thread", "small", "unequal", "float64", "batched"])
@@ -276,12 +282,13 @@ def test_products_not_worth_a_thread_each_run_one_after_the_other(case, monkeypa
     before = minigrad.get_num_threads()
     try:
         minigrad.set_num_threads(1 if case == "one thread" else 2)
-        got = matmul_module.matmul_pair_numba(a1, b1, a2, b2)
+        *got, sums = matmul_module.matmul_pair_numba(a1, b1, a2, b2, a1[0] if case == "batched" else a1)
     finally:
         minigrad.set_num_threads(before)
     assert all(name != "_product_pair" for name, _ in launches)
     for c, a, b in zip(got, (a1, a2), (b1, b2)):
         np.testing.assert_allclose(c, matmul_numpy(a, b), rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4)
+    np.testing.assert_array_equal(sums, (a1[0] if case == "batched" else a1).sum(axis=0))
 
 
 def test_the_pair_checks_its_operands_as_matmul_does():
@@ -290,6 +297,8 @@ def test_the_pair_checks_its_operands_as_matmul_does():
         matmul_module.matmul_pair_numba(a, b, a, a)
     with pytest.raises(TypeError, match="matmul_pair_numba"):
         matmul_module.matmul_pair_numba(a, b, a.astype(np.int32), b)
+    with pytest.raises(ValueError, match="matmul_pair_numba: rows"):
+        matmul_module.matmul_pair_numba(a, b, a, b, rows=np.ones(4, np.float32))
 
 
 def test_bias_of_the_wrong_shape_is_refused():

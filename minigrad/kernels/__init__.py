@@ -106,10 +106,11 @@ def gemm(a, b, bias=None):
 
 
 @_kernel("matmul", "matmul_pair")
-def gemm_pair(a1, b1, a2, b2):
-    """(a1 @ b1, a2 @ b2) for 2-D operands, a layer's two backward products, side by side on two
-    threads when they are worth it: ``matmul.matmul_pair_numba`` / ``_numpy``."""
-    return _run("matmul_pair", a1, b1, a2, b2)
+def gemm_pair(a1, b1, a2, b2, rows=None):
+    """(a1 @ b1, a2 @ b2, the sum of the rows of `rows` or None) for 2-D operands: a layer's two
+    backward products and its bias gradient, side by side on two threads when they are worth it:
+    ``matmul.matmul_pair_numba`` / ``_numpy``."""
+    return _run("matmul_pair", a1, b1, a2, b2, rows)
 
 
 @_kernel("softmax")

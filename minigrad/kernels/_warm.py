@@ -108,7 +108,7 @@ def _warm_up(file):
     rows = np.linspace(-1, 1, 130 * 6, dtype=np.float32).reshape(130, 6)
     if file == "matmul":
         module.matmul_compiled(rows, x.T.copy(), w[:4])
-        module.matmul_pair_numba(rows, x.T, rows.T, rows)  # (a layer's backward: on the pool only)
+        module.matmul_pair_numba(rows, x.T, rows.T, rows, rows)  # (a layer's backward: on the pool only)
     elif file == "layernorm":
         y, mean, rstd = module.layer_norm_forward_numba(rows, w, w)
         module.layer_norm_backward_numba(rows, rows, w, mean, rstd)

@@ -121,9 +121,10 @@ def matmul_numpy(a, b, bias=None):
     return out
 
 
-def matmul_pair_numpy(a1, b1, a2, b2):
-    """Reference: ``(a1 @ b1, a2 @ b2)`` with numpy, for 2-D operands of one dtype."""
-    return matmul_numpy(a1, b1), matmul_numpy(a2, b2)
+def matmul_pair_numpy(a1, b1, a2, b2, rows=None):
+    """Reference: ``(a1 @ b1, a2 @ b2, the sum of the rows of rows)`` with numpy, for 2-D operands
+    of one dtype; the sum is None without ``rows``."""
+    return matmul_numpy(a1, b1), matmul_numpy(a2, b2), None if rows is None else rows.sum(axis=0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -693,18 +694,26 @@ def _pair_signature(dtype):
     """The one signature of ``_product_pair`` per dtype: operands read-only 2-D with any strides,
     outputs C-contiguous, then the range of items."""
     operand, out = types.Array(dtype, 2, "A", readonly=True), types.Array(dtype, 2, "C")
-    return types.void(operand, operand, out, operand, operand, out, types.intp, types.intp)
+    rows, sums = types.Array(dtype, 2, "C", readonly=True), types.Array(dtype, 1, "C")
+    return types.void(operand, operand, out, operand, operand, out, rows, sums, types.intp, types.intp)
 
 
 @typed_jit(_pair_signature, cache=CACHE)
-def _product_pair(a1, b1, c1, a2, b2, c2, first, stop):
-    """Items first <= item < stop of two: item 0 is c1 = a1 @ b1, item 1 is c2 = a2 @ b2, each
-    whole, on the thread that takes it."""
+def _product_pair(a1, b1, c1, a2, b2, c2, rows, sums, first, stop):
+    """Items first <= item < stop of two: item 0 is c1 = a1 @ b1, item 1 is c2 = a2 @ b2 and then
+    sums = the sum of the rows of ``rows`` (a Linear layer's bias gradient, from the g its products
+    have just read; none if ``sums`` is empty). Each item whole, on the thread that takes it."""
     for item in range(first, stop):
         if item == 0:
             block_product(a1, b1, c1, block_scratch(c1, c1.shape[1]))
         else:
             block_product(a2, b2, c2, block_scratch(c2, c2.shape[1]))
+            if sums.shape[0] > 0:
+                for c in range(sums.shape[0]):
+                    sums[c] = 0
+                for r in range(rows.shape[0]):  # row after row, as numpy's rows.sum(axis=0): the same bits
+                    for c in range(sums.shape[0]):
+                        sums[c] += rows[r, c]
 
 
 # --------------------------------------------------------------------------------------------
@@ -771,30 +780,37 @@ PAIR_MAX_FLOPS = 512_000_000  # above this, each product is split over the threa
 # product on one thread reads its a in place, and a large a does not stay in that core's L2
 
 
-def matmul_pair_numba(a1, b1, a2, b2):
-    """``(a1 @ b1, a2 @ b2)`` for 2-D operands of one dtype: a layer's two backward products.
+def matmul_pair_numba(a1, b1, a2, b2, rows=None):
+    """``(a1 @ b1, a2 @ b2, the sum of the rows of rows)`` for 2-D operands of one dtype: a layer's
+    two backward products, and its bias gradient if ``rows`` (g) is given (else None).
 
-    When both are float32, of about equal work, and each worth a thread of its own (``SERIAL_FLOPS``
-    to ``PAIR_MAX_FLOPS``), the two run side by side, one whole product per thread
-    (``_product_pair``); otherwise one after the other, each as ``matmul_numba`` runs it. (On a
-    first start, the pair waits until the compile-ahead process has compiled it: ``_warm.py``.)
+    When both products are float32, of about equal work, and each worth a thread of its own
+    (``SERIAL_FLOPS`` to ``PAIR_MAX_FLOPS``), the two run side by side, one whole product per thread
+    (``_product_pair``), and the thread of the second adds up the rows; otherwise one after the other,
+    each as ``matmul_numba`` runs it, and numpy adds up the rows. (On a first start, the pair waits
+    until the compile-ahead process has compiled it: ``_warm.py``.)
     """
     _check("matmul_pair_numba", a1, b1, None)
     _check("matmul_pair_numba", a2, b2, None)
+    if rows is not None and (rows.ndim != 2 or rows.dtype != a1.dtype):
+        raise ValueError(f"matmul_pair_numba: rows {rows.shape} {rows.dtype} must be 2-D, of dtype {a1.dtype}")
     flops = sorted(2 * a.shape[0] * a.shape[1] * b.shape[1] for a, b in ((a1, b1), (a2, b2)) if a.ndim == 2)
     side_by_side = (len(flops) == 2 and a1.dtype == a2.dtype == np.float32 and get_num_threads() >= 2
                     and SERIAL_FLOPS <= flops[0] and flops[1] <= min(2 * flops[0], PAIR_MAX_FLOPS)
                     and not _warm.pending(_warm.POOL_LAST))
     if not side_by_side:
-        return matmul_numba(a1, b1), matmul_numba(a2, b2)
+        return matmul_numba(a1, b1), matmul_numba(a2, b2), None if rows is None else rows.sum(axis=0)
     c1 = np.empty((a1.shape[0], b1.shape[1]), dtype=a1.dtype)
     c2 = np.empty((a2.shape[0], b2.shape[1]), dtype=a2.dtype)
+    asked = rows is not None
+    rows = np.ascontiguousarray(rows) if asked else np.empty((0, 0), dtype=a1.dtype)
+    sums = np.empty(rows.shape[1], dtype=a1.dtype)
     kernel = _product_pair.compiled.get(a1.dtype)
     if kernel is None:
         with _warm.loading:  # (its first use compiles it, or loads it from the cache: see _warm.py)
             kernel = _product_pair.for_dtype(a1.dtype)
-    parallel_for(kernel, 2, a1, b1, c1, a2, b2, c2, chunks_per_thread=1)
-    return c1, c2
+    parallel_for(kernel, 2, a1, b1, c1, a2, b2, c2, rows, sums, chunks_per_thread=1)
+    return c1, c2, sums if asked else None
 
 
 def _check(name, a, b, bias):
