@@ -12,7 +12,17 @@ draws), but which thread gets which numbers then depends on timing, so a run is 
 only while one thread at a time draws. A process started by fork begins with a copy of its
 parent's generator, so workers draw the same numbers until each calls, say,
 `manual_seed(seed + rank)`; a process started by spawn imports minigrad afresh, with a generator
-seeded from the operating system."""
+seeded from the operating system.
+
+A fork while another thread draws: numpy's generator holds a lock while it draws, and a lock held
+at a fork stays held for ever in the child (fork copies only the forking thread), so the child's
+first draw from that generator would never return. So, just before a fork, the forking thread
+takes the lock of every generator itself (the draw under way finishes first), and lets go of them
+in the parent and in the child just after (``_hold_generators``, ``os.register_at_fork``)."""
+import os
+import threading
+import weakref
+
 import numpy as np
 
 from .grad_mode import _modes
@@ -28,6 +38,8 @@ class Generator:
     def __init__(self, device="cpu"):
         self._rng = np.random.default_rng()
         self._initial_seed = None
+        with _registry_lock:
+            _generators.add(self)  # (for the fork hooks below)
 
     def manual_seed(self, seed):
         """Seed it: the same seed gives the same numbers. Returns the generator itself (PyTorch's habit
@@ -58,6 +70,31 @@ class Generator:
     def __repr__(self):
         return f"minigrad.Generator(initial_seed={self._initial_seed})"
 
+
+_generators = weakref.WeakSet()  # every Generator alive
+_registry_lock = threading.Lock()  # around changes to _generators, and held across a fork
+_held = []  # the generators' locks the forking thread holds, until just after the fork
+
+
+def _hold_generators():
+    """Before a fork: take every generator's lock, waiting for a draw under way to finish."""
+    _registry_lock.acquire()
+    for generator in list(_generators):
+        lock = generator._rng.bit_generator.lock
+        lock.acquire()
+        _held.append(lock)
+
+
+def _release_generators():
+    """After a fork, in the parent and in the child: let go of what _hold_generators took."""
+    while _held:
+        _held.pop().release()
+    _registry_lock.release()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which has no fork)
+    os.register_at_fork(before=_hold_generators, after_in_parent=_release_generators,
+                        after_in_child=_release_generators)
 
 default_generator = Generator()  # the one that every draw without generator= uses
 

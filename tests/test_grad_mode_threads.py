@@ -3,8 +3,12 @@ stop another from recording its graph, and a new thread starts with gradients on
 detection off, whatever the thread that started it is doing.
 
 The threads here take turns at fixed points, handing over with threading.Event (no sleeps), so
-every run interleaves them in exactly the same order."""
+every run interleaves them in exactly the same order. The random generator, by contrast, is one per
+process, shared by its threads; a process forked while one of them draws can draw too."""
+import os
 import threading
+import time
+import warnings
 
 import numpy as np
 import pytest
@@ -193,3 +197,47 @@ def test_the_random_generator_is_shared_by_all_threads():
     mg.manual_seed(99)
     run_threads(lambda: mg.manual_seed(5))
     np.testing.assert_array_equal(mg.randn(3).numpy(), expected)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.parametrize("own_generator", [False, True], ids=["default generator", "a Generator of its own"])
+def test_a_fork_while_another_thread_draws_gives_a_child_that_can_draw(own_generator):
+    """numpy's generator holds a lock while it draws. Forked while another thread draws, the child
+    gets the lock free (the fork waits for the draw to end) and draws as well. Before, the child's
+    first draw waited for ever for a lock held by a thread it does not have."""
+    generator = mg.Generator().manual_seed(1) if own_generator else None
+    stop = threading.Event()
+
+    def draw():
+        while not stop.is_set():
+            mg.randn(20_000, generator=generator)
+
+    thread = threading.Thread(target=draw)
+    thread.start()
+    results = []
+    try:
+        for _ in range(20):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # (Python 3.12: fork of a threaded process)
+                pid = os.fork()
+            if pid == 0:  # the child: one draw, then out (never back into pytest)
+                code = 1
+                try:
+                    code = 0 if mg.randn(3, generator=generator).shape == (3,) else 2
+                finally:
+                    os._exit(code)
+            deadline = time.monotonic() + TIMEOUT
+            done, status = os.waitpid(pid, os.WNOHANG)
+            while not done and time.monotonic() < deadline:
+                time.sleep(0.005)
+                done, status = os.waitpid(pid, os.WNOHANG)
+            if not done:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            results.append(os.waitstatus_to_exitcode(status) if done else "hung")
+            if results[-1] != 0:
+                break
+    finally:
+        stop.set()
+        thread.join()
+    assert results == [0] * 20  # every child drew and exited
