@@ -950,7 +950,7 @@ class Split(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        together = _pieces_of_one_array(ctx.input, [ctx.input[index] for index in ctx.indices], grads)
+        together = _pieces_of_one_array(ctx.input, ctx.indices, grads)
         if together is not None:  # the gradients already sit side by side, as the pieces do: no copy
             return together
         grad = np.empty_like(ctx.input)
@@ -959,16 +959,17 @@ class Split(Function):
         return grad
 
 
-def _pieces_of_one_array(a, pieces, grads):
-    """The gradient of ``a`` as a view, if every grads[i] sits in one array exactly where pieces[i]
-    sits in a's array (same offset, same strides), else None. (Kernels that write the gradients of
-    q, k and v into one array make this so: kernels.attention.empty_like_parts.)"""
+def _pieces_of_one_array(a, indices, grads):
+    """The gradient of ``a`` as a view, if every grads[i] sits in one array exactly where the piece
+    a[indices[i]] sits in a's array (same offset, same strides), else None. (Kernels that write the
+    gradients of q, k and v into one array make this so: kernels.attention.empty_like_parts.)"""
     whole, owner = getattr(grads[0], "base", None), a if a.base is None else a.base
     if not (isinstance(whole, np.ndarray) and isinstance(owner, np.ndarray)):
         return None
     if (whole.shape, whole.strides, whole.dtype) != (owner.shape, owner.strides, a.dtype):
         return None
-    for piece, g in zip(pieces, grads):
+    for index, g in zip(indices, grads):
+        piece = a[index]
         if (getattr(g, "base", None) is not whole or g.strides != piece.strides
                 or _address(g) - _address(whole) != _address(piece) - _address(owner)):
             return None
