@@ -86,9 +86,10 @@ def test_numba_matches_numpy(dtype, mask_kind, B, h, T_q, T_k, d_k, d_v, strided
         assert_close(got, expected, dtype)
 
 
-@pytest.mark.parametrize("shape", [(12, 4, 64, 32), (16, 4, 32, 16), (3, 5, 70, 20)])
+@pytest.mark.parametrize("shape", [(12, 4, 64, 32), (16, 4, 32, 16), (3, 5, 70, 20), (2, 2, 300, 20)])
 def test_numba_matches_numpy_on_threads(shape):
-    """GPT-sized float32 batches, large enough to be shared out among the threads."""
+    """GPT-sized float32 batches, large enough to be shared out among the threads (and a sequence
+    longer than one block of k, KC)."""
     B, h, T, d = shape
     rng = np.random.default_rng(0)
     q, k, v = (heads(rng, B, h, T, d, np.float32) for _ in range(3))
