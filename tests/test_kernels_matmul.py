@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minigrad.kernels.matmul import BLAS_BELOW, KC, MR, NR, matmul_compiled, matmul_numba, matmul_numpy
+from minigrad.kernels.matmul import BLAS_BELOW, EDGE_ROWS, KC, MR, NR, matmul_compiled, matmul_numba, matmul_numpy
 
 # the module itself (the attribute minigrad.kernels.matmul is the dispatching function)
 matmul_module = importlib.import_module("minigrad.kernels.matmul")
@@ -52,6 +52,8 @@ def assert_matches_reference(a, b):
         (129, KC, 65),  # one whole k block
         (33, KC + 1, 7),  # a second k block of one step
         (40, 2 * KC + 88, 70),  # several k blocks
+        (2 * EDGE_ROWS + MR + 3, 2 * KC + 5, NR // 2 + 1),  # more tiles past c's last column than the edge
+        # buffer holds at once, over several k blocks
         (768, 128, 384),  # sizes of the GPT's layers
     ],
 )

@@ -22,6 +22,9 @@ operands come from the nearest caches:
   vector); the other CPUs keep the loops, which were as fast there (``_cpu.KERNEL_OF``).
   ``tests/test_matmul_asm.py`` reads the compiled loop: per step of k, MR * NR / W FMAs and no
   stack access.
+- Tiles that stick out of ``c`` (past its last column or row) are computed in a scratch buffer,
+  ``edge``, up to 16 tiles below each other in one call of the tile kernel, and their part of ``c``
+  is copied out (``matmul_block``): a product 16 or 65 columns wide is mostly such tiles.
 - Before a tile's loop over ``k``, the tile kernel asks the CPU for the cache lines of ``c`` that the
   next tile will write (``_prefetch_rows``): in a training step ``c`` is fresh memory, and the lines
   then arrive while the loop runs instead of stalling the stores at its end.
@@ -100,6 +103,7 @@ MC = 128  # rows of a that one pass of the strips reads, at k blocks of KC: MC x
 DIRECT_B_BYTES = 32 * 1024  # read b in place if the rows of a piece span at most this many bytes
 PACK_A_BYTES = 64 * 1024  # copy blocks of a this large (or larger) into a contiguous buffer,
 PACK_A_STRIPS = 8  # if at least this many strips will read the copy
+EDGE_ROWS = 16 * MR  # rows of the buffer for tiles that stick out of c: 16 tiles per call (16 KB in float32)
 PANEL_STRIPS = 4096 // NR  # strips of b packed side by side per block of k: KC x 4096 numbers at most (4 MB)
 SERIAL_FLOPS = 1_000_000  # below this many flops, handing work to other threads costs more than it saves
 TASKS_PER_THREAD = 4  # most tasks to share out per thread: a thread slowed by another program takes fewer
@@ -518,10 +522,12 @@ def _pack_rows(a, i_lo, i_hi, k0, k1, packed):
 
 @jit(cache=CACHE, inline=INLINE)
 def _copy_block(src, si, sj, dst, di, dj, height, width):
-    """dst[di:di+height, dj:dj+width] = src[si:si+height, sj:sj+width]."""
+    """dst[di:di+height, dj:dj+width] = src[si:si+height, sj:sj+width], for C-contiguous src and dst
+    (unsigned indices: no check for negative ones, and LLVM moves a SIMD register at a time)."""
     for i in range(height):
+        src_row, dst_row = np.uintp(si + i), np.uintp(di + i)
         for j in range(width):
-            dst[di + i, dj + j] = src[si + i, sj + j]
+            dst[dst_row, np.uintp(dj + j)] = src[src_row, np.uintp(sj + j)]
 
 
 @jit(cache=CACHE, inline=INLINE)
@@ -541,7 +547,8 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
     a: (M, K) strided, b: (K, N) strided, c: (M, N) C-contiguous; bias: empty (no bias) or (N,)
     padded with zeros to a whole number of strips.
     Scratch buffers: packed_a (rows of one pass, longest k block + padding) to copy the rows of a
-    into, or (0, ...) to read a in place; packed_b (>= strip_hi - strip_lo, KC, NR); edge (MR, NR).
+    into, or (0, ...) to read a in place; packed_b (>= strip_hi - strip_lo, KC, NR); edge (EDGE_ROWS, NR),
+    or (MR, NR) at least.
     """
     _never_inline()
     n_rows, n_inner = a.shape
@@ -552,7 +559,8 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
     b_in_place = b.strides[1] == _number_size(b) and k_block * abs(b.strides[0]) <= DIRECT_B_BYTES
     rows_per_pass = _rows_per_pass(k_block)
     i_end = min(block_hi * MR, n_rows)
-    zero, one = np.intp(0), np.intp(1)  # (a plain 0 or 1 as argument would make numba compile again)
+    edge_tiles = edge.shape[0] // MR  # tiles that the edge buffer holds, one below the other
+    zero = np.intp(0)  # (a plain 0 as argument would make numba compile again)
     for kb in range(n_k_blocks):
         k0 = kb * n_inner // n_k_blocks  # equal blocks rather than full ones plus a short remainder
         k1 = (kb + 1) * n_inner // n_k_blocks
@@ -576,19 +584,21 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
                 else:
                     b_src, bk0, bj0 = packed_b[s - strip_lo], 0, 0
                 # the piece of b stays in L1 while the tiles run down the pass's rows: first all the
-                # tiles that fit in c, in one call, then any that stick out of c, one by one in `edge`
+                # tiles that fit in c, in one call, then those that stick out of c (past its last
+                # column or row), computed in `edge`, as many per call as it holds, and copied out
                 full_hi = min(pass_hi, n_rows // MR) if width == NR else pass_lo
                 if full_hi > pass_lo:
                     i0 = pass_lo * MR
                     _tile_kernel(a_src, i0 - a_row0, full_hi - pass_lo, a_last, ak0, ak1, b_src, bk0, bj0, c, i0, j0,
                                  accumulate, bias, j0)
-                for rb in range(max(full_hi, pass_lo), pass_hi):
-                    i0 = rb * MR
-                    height = min(MR, n_rows - i0)
+                for edge_lo in range(max(full_hi, pass_lo), pass_hi, edge_tiles):
+                    n_tiles = min(edge_tiles, pass_hi - edge_lo)
+                    i0 = edge_lo * MR
+                    height = min(n_tiles * MR, n_rows - i0)
                     if accumulate:
                         _copy_block(c, i0, j0, edge, 0, 0, height, width)
-                    _tile_kernel(a_src, i0 - a_row0, one, a_last, ak0, ak1, b_src, bk0, bj0, edge, zero, zero,
-                                 accumulate, bias, j0)
+                    _tile_kernel(a_src, i0 - a_row0, np.intp(n_tiles), a_last, ak0, ak1, b_src, bk0, bj0, edge, zero,
+                                 zero, accumulate, bias, j0)
                     _copy_block(edge, 0, 0, c, i0, j0, height, width)
 
 
@@ -628,7 +638,7 @@ def block_scratch(dtype_of, n_cols):
     the packed strips of b, one edge tile; and an empty bias. Returns (packed_a, packed_b, edge, no_bias)."""
     dtype = dtype_of.dtype
     return (np.empty((0, 1), dtype=dtype), np.empty(((n_cols + NR - 1) // NR, KC, NR), dtype=dtype),
-            np.empty((MR, NR), dtype=dtype), read_only(np.empty(0, dtype=dtype), False))
+            np.empty((EDGE_ROWS, NR), dtype=dtype), read_only(np.empty(0, dtype=dtype), False))
 
 
 @jit(cache=CACHE, inline=INLINE)
@@ -671,7 +681,7 @@ def _run_tasks(a, b, c, bias, n_batch_chunks, n_col_chunks, n_row_chunks, first,
     rows_per_pass = _rows_per_pass(k_block)
     n_strips = (n_cols + NR - 1) // NR
     packed_b = np.empty((min(n_strips, PANEL_STRIPS), KC, NR), dtype=c.dtype)  # scratch buffers, once per call
-    edge = np.empty((MR, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
+    edge = np.empty((EDGE_ROWS, NR), dtype=c.dtype)  # tiles that stick out of c are computed here
     for task in range(first, stop):
         batch_chunk, rest = divmod(task, n_col_chunks * n_row_chunks)
         col_chunk, row_chunk = divmod(rest, n_row_chunks)
