@@ -24,7 +24,8 @@ operands come from the nearest caches:
   stack access.
 - Tiles that stick out of ``c`` (past its last column or row) are computed in a scratch buffer,
   ``edge``, up to 16 tiles below each other in one call of the tile kernel, and their part of ``c``
-  is copied out (``matmul_block``): a product 16 or 65 columns wide is mostly such tiles.
+  is copied out (``matmul_block``): a product 10 or 16 columns wide is all such tiles (with AVX-512's
+  32-column strips), one 65 wide a third of them.
 - Before a tile's loop over ``k``, the tile kernel asks the CPU for the cache lines of ``c`` that the
   next tile will write (``_prefetch_rows``): in a training step ``c`` is fresh memory, and the lines
   then arrive while the loop runs instead of stalling the stores at its end.
