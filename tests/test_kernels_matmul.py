@@ -129,7 +129,7 @@ def test_large_blocks_of_a_are_packed(transpose_a):
     """Blocks of a of at least PACK_A_BYTES read by at least PACK_A_STRIPS strips are copied
     before use. Run as a single task, so that the test does not depend on the thread count."""
     rng = np.random.default_rng(5)
-    m, k, n = 1030, 300, 9 * NR - 18  # k: two blocks of 150 steps; n: 9 strips, the last partial
+    m, k, n = 1030, 300, 9 * NR - NR // 2  # k: two blocks of 150 steps; n: 9 strips, the last half full
     assert n // NR + 1 >= matmul_module.PACK_A_STRIPS
     assert min(m, matmul_module.MC) * (k // 2) * 4 >= matmul_module.PACK_A_BYTES
     a = random(rng, (k, m), np.float32).T if transpose_a else random(rng, (m, k), np.float32)
