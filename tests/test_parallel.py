@@ -729,3 +729,18 @@ def test_a_named_cpu_compiles_for_its_own_features():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     features, simd, tile = json.loads(out.stdout.strip().splitlines()[-1])
     assert not features and simd == "avx2" and tile == "x".join(map(str, _cpu.TILES["avx2"]))
+
+
+def test_the_second_process_compiles_attention_without_running_it(monkeypatch):
+    """"attention:compile" (the second process's first pass over attention) compiles both kernels
+    and runs neither: running them needs matmul_block, which the first process is compiling."""
+    from minigrad.kernels import _warm, attention
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the compile-only warm-up ran an attention kernel")
+
+    monkeypatch.setattr(attention, "attention_forward_numba", not_here)
+    monkeypatch.setattr(attention, "attention_backward_numba", not_here)
+    _warm.warm_up("attention:compile")
+    f32 = np.dtype(np.float32)
+    assert attention.forward_slices.for_dtype(f32).signatures and attention.backward_slices.for_dtype(f32).signatures

@@ -8,6 +8,10 @@ kernel files in ``AHEAD``: that process compiles them into the cache, the one sh
 process. Meanwhile this process compiles, on first use, everything else. When it reaches a file
 that the other process has not finished, it first compiles its own kernels that a training step
 will need (``OWN``), then waits, and loads the other's machine code from the cache.
+The attention kernels it compiles without running them: their products call matmul_block at its
+address (``matmul.call_block``), which this process compiles for matmul meanwhile, so neither
+process compiles matmul_block twice. The two then take about equal time: attention, GELU and
+cross-entropy there; matmul, layer norm and the rest here.
 A convolutional network (its first kernel file is conv2d) needs no attention: for it the other
 process compiles ``LATER``'s kernels instead, those its step reaches last, and nothing waits for them.
 A recurrent network is told by its layers (``expect``), and likewise gets ``LATER_RECURRENT``.
@@ -54,9 +58,10 @@ import time
 
 import numpy as np
 
-AHEAD = ("attention",)  # the kernel files the second process compiles (the largest first)
+AHEAD = ("cross_entropy", "attention", "gelu")  # the kernel files the second process compiles, in this
+# order (cross-entropy first: an MLP's step needs it early, and a GPT's not before its attention)
 POOL_FIRST, POOL_LAST = "pool", "pool-entries"  # what it does before and after them (see above)
-OWN = ("matmul", "layernorm", "gelu", "cross_entropy", "embedding", "reduce", "adam")
+OWN = ("matmul", "layernorm", "embedding", "reduce", "adam")
 # The first kernel file a process needs tells what kind of model it trains. A convolutional
 # network's is conv2d: its step never needs attention, and what it needs last (the backward kernels,
 # the products of its classifier) the second process can compile while this one compiles the forward
@@ -126,6 +131,9 @@ def _warm_up(file):
         module.adam_update_numba(w.copy(), w, m, v, 1e-3, 0.9, 0.99, 1e-8, 0.1, True, 1)
     elif file == "embedding":
         module.embedding_backward_numba(np.arange(4), x, 6)
+    elif file == "attention" and part == "compile":  # (compile only: see __main__ below)
+        module.forward_slices.for_dtype(np.float32)
+        module.backward_slices.for_dtype(np.float32)
     elif file == "attention":
         q = x.reshape(1, 2, 2, 6)
         out, weights = module.attention_forward_numba(q, q, q, None, 0.5)
@@ -480,6 +488,8 @@ if __name__ == "__main__":
             with every_launch_on_the_pool():
                 for file in dict.fromkeys((*kernels, *OWN)):
                     warm_up(file)
+        elif name == "attention":
+            warm_up("attention:compile")  # (running them needs matmul_block: see the module docstring)
         else:
             warm_up(name)
         try:

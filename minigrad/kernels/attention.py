@@ -30,6 +30,11 @@ features of a (B, T, d_model) array), and the outputs keep the memory layout of 
 q, k and v are the three parts of one projection, dq, dk and dv are the same parts of one new
 array, which is then that projection's gradient as it is (``empty_like_parts``).
 
+The products call matmul_block at its address (``matmul.call_block``; the Python wrappers pass
+``matmul.block_address``) instead of holding a copy of it: numba would otherwise compile matmul_block
+again into these kernels, and LLVM optimize it once more in each, over half their compile time. On a
+first start the other process compiles these kernels while this one compiles matmul (``_warm.py``).
+
 The compiled kernels are float32 only. float64 serves gradient checks on small inputs, where the
 numpy twin is quick, and compiling a float64 version would add seconds to numba's first start.
 """
@@ -41,7 +46,7 @@ from numba import types  # noqa: E402
 
 from ._parallel import parallel_for  # noqa: E402
 from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
-from .matmul import CACHE, MR, NR, block_scratch, matmul_block, strided  # noqa: E402
+from .matmul import CACHE, MR, NR, block_address, block_scratch, call_block, strided  # noqa: E402
 
 VECTOR = 16  # row ends are rounded up to this many floats: whole SIMD registers on every CPU
 # The forward's softmax loops run further, to a multiple of SOFTMAX_RUN (or the row's end): LLVM
@@ -86,21 +91,21 @@ def attention_backward_numpy(g, q, k, v, weights, mask, scale):
 
 
 @jit(cache=CACHE, inline=INLINE)  # (these helpers are copied into the kernels: see _jit.INLINE)
-def _product(a, b, c, ends, scratch):
+def _product(a, b, c, ends, scratch, matmul_at):
     """c = a @ b with matmul.py's blocked kernel, for a (M, K), b (K, N) strided, c (M, N) C.
 
     ends: None, or for each row i of c the number of leading columns needed (the rest of the row
     may be left unwritten): then each block of MR rows computes only the column strips its rows
     need. Consecutive blocks that need as many strips go to matmul_block in one call (one call
     for all of them at T = 32 with a causal mask), as each call has its own fixed cost.
-    scratch: matmul.py's ``block_scratch``.
+    scratch: matmul.py's ``block_scratch``. matmul_at: ``matmul.block_address``, where matmul_block is called.
     """
     packed_a, packed_b, edge, no_bias = scratch
     n_rows, n_cols = c.shape
     n_blocks, n_strips = (n_rows + MR - 1) // MR, (n_cols + NR - 1) // NR
     zero = np.intp(0)
     if ends is None:
-        matmul_block(a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
+        call_block(matmul_at, a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
         return
     first, strips = 0, -1  # the run of blocks first..block-1 needs `strips` strips
     for block in range(n_blocks + 1):
@@ -112,8 +117,8 @@ def _product(a, b, c, ends, scratch):
             needed = (need + NR - 1) // NR
         if needed != strips:
             if strips > 0:
-                matmul_block(a, b, c, no_bias, zero, np.intp(strips), np.intp(first), np.intp(block),
-                             packed_a, packed_b, edge)
+                call_block(matmul_at, a, b, c, no_bias, zero, np.intp(strips), np.intp(first), np.intp(block),
+                           packed_a, packed_b, edge)
             first, strips = block, needed
 
 
@@ -159,18 +164,18 @@ def _array(dtype, layout="A", readonly=False, ndim=4):
 
 
 def _forward_signature(dtype):
-    inputs = [_array(dtype, readonly=True)] * 3 + [_array(types.boolean, readonly=True), types.float64]
+    inputs = [_array(dtype, readonly=True)] * 3 + [_array(types.boolean, readonly=True), types.float64, types.int64]
     return types.void(*inputs, _array(dtype), _array(dtype, "C"), *[types.intp] * 2)
 
 
 def _backward_signature(dtype):
     inputs = [_array(dtype, readonly=True)] * 4 + [_array(dtype, "C", readonly=True),
-                                                    _array(types.boolean, readonly=True), types.float64]
+                                                    _array(types.boolean, readonly=True), types.float64, types.int64]
     return types.void(*inputs, *[_array(dtype)] * 3, *[types.intp] * 2)
 
 
 @typed_jit(_forward_signature, error_model="numpy", cache=CACHE)
-def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
+def forward_slices(q, k, v, mask, scale, matmul_at, out, weights, first, stop):
     """out and weights of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_v = q.shape[1], q.shape[2], k.shape[2], v.shape[3]
     dtype = q.dtype
@@ -188,7 +193,7 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
             for i in range(n_queries):  # keys past the last allowed one are not visited
                 ends[i] = _row_end(mask[b, h, i], n_keys)
         _transpose_into(k[b, h], k_t)
-        _product(q[b, h], strided(k_t), w, ends, scratch)  # scores Q K^T (only the columns needed)
+        _product(q[b, h], strided(k_t), w, ends, scratch, matmul_at)  # scores Q K^T (only the columns needed)
         for i in range(n_queries):  # masked softmax of scale * scores, row by row
             allowed, row = mask[b, h, i], w[i]
             end = min((ends[i] + SOFTMAX_RUN - 1) // SOFTMAX_RUN * SOFTMAX_RUN, n_keys)
@@ -207,12 +212,12 @@ def forward_slices(q, k, v, mask, scale, out, weights, first, stop):
             for j in range(end):
                 row[j] *= inverse
             _zero(row, end)
-        _product(strided(w), v[b, h], out_rows, None, scratch)  # out = W V
+        _product(strided(w), v[b, h], out_rows, None, scratch, matmul_at)  # out = W V
         _copy_into(out_rows, out[b, h])
 
 
 @typed_jit(_backward_signature, error_model="numpy", cache=CACHE)
-def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
+def backward_slices(g, q, k, v, weights, mask, scale, matmul_at, dq, dk, dv, first, stop):
     """dq, dk and dv of the slices first <= s < stop, slice s = (s // h, s % h)."""
     n_heads, n_queries, n_keys, d_k, d_v = q.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]
     dtype = q.dtype
@@ -232,7 +237,7 @@ def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
             for i in range(n_queries):  # past the last allowed key the weights are 0, and so is every term
                 ends[i] = _row_end(mask[b, h, i], n_keys)
         _transpose_into(v[b, h], v_t)
-        _product(g[b, h], strided(v_t), ds, ends, scratch)  # dW = g V^T
+        _product(g[b, h], strided(v_t), ds, ends, scratch, matmul_at)  # dW = g V^T
         for i in range(n_queries):  # dS = scale * W * (dW - rowsum(dW * W)), zero past the end
             row, w_row, end = ds[i], w[i], ends[i]
             dot = dtype.type(0)
@@ -242,9 +247,9 @@ def backward_slices(g, q, k, v, weights, mask, scale, dq, dk, dv, first, stop):
                 row[j] = s * w_row[j] * (row[j] - dot)
             _zero(row, end)
         ds_ = strided(ds)
-        _product(ds_, k[b, h], dq_rows, None, scratch)  # dQ = dS K
-        _product(ds_.T, q[b, h], dk_rows, None, scratch)  # dK = dS^T Q
-        _product(strided(w).T, g[b, h], dv_rows, None, scratch)  # dV = W^T g
+        _product(ds_, k[b, h], dq_rows, None, scratch, matmul_at)  # dQ = dS K
+        _product(ds_.T, q[b, h], dk_rows, None, scratch, matmul_at)  # dK = dS^T Q
+        _product(strided(w).T, g[b, h], dv_rows, None, scratch, matmul_at)  # dV = W^T g
         _copy_into(dq_rows, dq[b, h])
         _copy_into(dk_rows, dk[b, h])
         _copy_into(dv_rows, dv[b, h])
@@ -284,7 +289,7 @@ def attention_forward_numba(q, k, v, mask, scale):
         out.fill(0)
         weights.fill(0)
         return out, weights
-    parallel_for(forward_slices.for_dtype(q.dtype), B * h, q, k, v, mask, float(scale), out, weights,
+    parallel_for(forward_slices.for_dtype(q.dtype), B * h, q, k, v, mask, float(scale), block_address(q.dtype), out, weights,
                  threads=_threads(B * h, B * h * T_q * T_k * (d_k + d_v)))
     return out, weights
 
@@ -327,6 +332,6 @@ def attention_backward_numba(g, q, k, v, weights, mask, scale):
             d.fill(0)
         return dq, dk, dv
     B, h, T_q, T_k = weights.shape
-    parallel_for(backward_slices.for_dtype(q.dtype), B * h, g, q, k, v, weights, mask, float(scale), dq, dk, dv,
+    parallel_for(backward_slices.for_dtype(q.dtype), B * h, g, q, k, v, weights, mask, float(scale), block_address(q.dtype), dq, dk, dv,
                  threads=_threads(B * h, 2 * B * h * T_q * T_k * (q.shape[3] + v.shape[3])))
     return dq, dk, dv

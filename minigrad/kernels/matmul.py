@@ -83,6 +83,7 @@ from . import _warm  # noqa: E402
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
+from numba.core.callconv import RETCODE_NONE, RETCODE_OK  # noqa: E402
 from numba.core.imputils import impl_ret_borrowed  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
 from numba.np.numpy_support import as_dtype  # noqa: E402
@@ -604,7 +605,9 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
 
 
 # --------------------------------------------------------------------------------------------
-# Products inside other compiled kernels (attention.py, conv2d.py), on the calling thread
+# Products inside other compiled kernels (attention.py, conv2d.py, rnn.py), on the calling thread:
+# by name (block_product), or through matmul_block's address (call_block), which keeps a copy of
+# matmul_block out of the kernel's compiled code
 # --------------------------------------------------------------------------------------------
 
 
@@ -649,6 +652,63 @@ def block_product(a, b, c, scratch):
     packed_a, packed_b, edge, no_bias = scratch
     n_strips, n_blocks = np.intp((c.shape[1] + NR - 1) // NR), np.intp((c.shape[0] + MR - 1) // MR)
     matmul_block(a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge)
+
+
+def block_signature(dtype):
+    """The argument types of the one version of matmul_block per dtype: a and b read-only and
+    strided, c C-contiguous, a read-only bias, four integers, the three scratch buffers (the types
+    ``_run_tasks`` and ``block_scratch`` give it)."""
+    operand, out = types.Array(dtype, 2, "A", readonly=True), types.Array(dtype, 2, "C")
+    return (operand, operand, out, types.Array(dtype, 1, "C", readonly=True), *[types.intp] * 4,
+            out, types.Array(dtype, 3, "C"), out)
+
+
+@intrinsic
+def call_block(typingctx, address, a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
+    """matmul_block(a, b, c, ..., edge) through ``address``, where its machine code is
+    (``block_address``); -> 0, or 1 if it raised.
+
+    A kernel that calls matmul_block by name holds a copy of it: numba compiles matmul_block into
+    that kernel's code, and LLVM optimizes it there once more, seconds of a first start per kernel.
+    A call through the address compiles to one indirect call, as numba calls one compiled function
+    from another (its calling convention), and the kernel compiles without matmul_block. The
+    arguments must have exactly the types of ``block_signature``, or the kernel does not compile.
+    """
+    arg_types = (a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge)
+    if not isinstance(a, types.Array) or arg_types != block_signature(a.dtype):
+        return None
+
+    def codegen(context, builder, signature, args):
+        call_conv = context.call_conv
+        function_type = call_conv.get_function_type(types.none, arg_types)
+        function = builder.inttoptr(args[0], function_type.as_pointer())
+        result = cgutils.alloca_once(builder, function_type.args[0].pointee)
+        builder.store(cgutils.get_null_value(result.type.pointee), result)
+        exception = cgutils.alloca_once(builder, function_type.args[1].pointee)
+        packed = call_conv._get_arg_packer(arg_types).as_arguments(builder, list(args[1:]))
+        status = builder.call(function, [result, exception, *packed])
+        ok = builder.or_(builder.icmp_signed("==", status, RETCODE_OK), builder.icmp_signed("==", status, RETCODE_NONE))
+        return builder.zext(builder.not_(ok), ir.IntType(64))
+
+    return types.int64(address, *arg_types), codegen
+
+
+_block_addresses = {}  # dtype -> the address of matmul_block's machine code for it
+
+
+def block_address(dtype):
+    """The address of matmul_block's machine code for ``dtype`` (compiled, or loaded from the
+    cache, on first use), for ``call_block``."""
+    address = _block_addresses.get(dtype)
+    if address is None:
+        signature = block_signature(numba.from_dtype(np.dtype(dtype)))
+        compiled = matmul_block.overloads.get(signature)
+        if compiled is None:
+            matmul_block.compile(signature)
+            compiled = matmul_block.overloads[signature]
+        address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+        _block_addresses[dtype] = address
+    return address
 
 
 @jit(cache=CACHE, inline=INLINE)
