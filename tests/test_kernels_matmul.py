@@ -136,7 +136,7 @@ def test_large_blocks_of_a_are_packed(transpose_a):
     b = random(rng, (k, n), np.float32)
     out = np.empty((1, m, n), np.float32)
     kernel = matmul_module._run_tasks.for_dtype(a.dtype)
-    kernel(a[np.newaxis], b[np.newaxis], out, np.zeros(0, a.dtype), 1, 1, 1, 0, 1)
+    kernel(a[np.newaxis], b[np.newaxis], out, np.zeros(0, a.dtype), matmul_module.block_address(a.dtype), 1, 1, 1, 0, 1)
     # within the rounding bound of a float32 sum of k products: k eps (|a| @ |b|)
     bound = k * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b))
     np.testing.assert_array_less(np.abs(out[0] - a.astype(np.float64) @ b), bound)
