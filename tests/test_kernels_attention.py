@@ -7,7 +7,6 @@
 - The numpy twin agrees with the formula written out with explicit loops.
 - The gradients of q, k and v cut from one projection are the same cuts of one array, which
   `Split`'s backward then returns without a copy; inputs that overlap get arrays of their own.
-- The kernels call matmul.py's block at its address: they hold no compiled copy of it.
 - `F.scaled_dot_product_attention` equals the step-by-step attention of transformer/attention.py,
   passes a float64 gradient check on both backends, and refuses bad input with a clear message.
 """
@@ -341,21 +340,3 @@ def test_attention_with_no_keys_gives_zeros_on_both_twins():
         assert out.shape == (1, 2, 3, 4) and weights.shape == (1, 2, 3, 0)
         assert not out.any()
 
-
-def test_the_kernels_call_matmuls_block_instead_of_holding_a_copy():
-    """The products call matmul_block through its address (matmul.call_block): the compiled attention
-    kernels define no matmul_block of their own, so compiling them does not compile it again."""
-    import numba
-
-    from minigrad.kernels import attention, matmul
-    from minigrad.kernels._jit import jit
-
-    f32 = np.dtype(np.float32)
-    for kernel in (attention.forward_slices, attention.backward_slices):
-        # compiled afresh (numba shows no code of a kernel loaded from its cache)
-        signature = kernel.signature_of(numba.from_dtype(f32))
-        compiled = jit([signature], **{**kernel.options, "cache": False})(kernel.py_func)
-        llvm = compiled.inspect_llvm(compiled.signatures[0])
-        defined = [line for line in llvm.splitlines() if line.startswith("define") and "matmul_block" in line]
-        assert defined == [], f"{kernel.__name__} holds a copy of matmul_block"
-    assert matmul.block_address(f32) == matmul.block_address(np.float32) != 0

@@ -2,6 +2,8 @@
 
 The kernel works on 8 x 32 tiles of the output and on blocks of at most 256 steps of the inner
 axis, so the shapes below straddle those sizes: 1, 7, 8, 9, 31, 33, 65, 129, and K above 256.
+The kernels that run products (here and in attention, conv2d and rnn) call matmul_block at its
+address and hold no compiled copy of it.
 """
 
 import importlib
@@ -381,3 +383,25 @@ def test_small_products_take_blas_and_agree_with_the_kernel(shape_a, shape_b):
     np.testing.assert_allclose(got, matmul_compiled(a, b, bias), rtol=0, atol=atol)
     with pytest.raises(ValueError, match="matmul_numba"):
         matmul_numba(a, b, bias[:-1])
+
+
+@pytest.mark.parametrize("module, kernel", [("matmul", "_run_tasks"), ("matmul", "_product_pair"),
+                                            ("attention", "forward_slices"), ("attention", "backward_slices"),
+                                            ("conv2d", "conv2d_images"), ("conv2d", "conv2d_grads"),
+                                            ("rnn", "_lstm_rows"), ("rnn", "_gru_rows_backward")])
+def test_kernels_that_multiply_call_matmul_block_at_its_address(module, kernel):
+    """Every compiled kernel that runs products calls matmul_block through its address
+    (matmul.call_block): none holds a compiled copy of it, so a process compiles matmul_block once,
+    not once more inside each of them."""
+    import numba
+
+    from minigrad.kernels._jit import jit
+
+    kernel = getattr(importlib.import_module(f"minigrad.kernels.{module}"), kernel)
+    signature = kernel.signature_of(numba.from_dtype(np.dtype(np.float32)))
+    # compiled afresh: numba shows no code of a kernel loaded from its cache
+    compiled = jit([signature], **{**kernel.options, "cache": False})(kernel.py_func)
+    llvm = compiled.inspect_llvm(compiled.signatures[0])
+    defined = [line for line in llvm.splitlines() if line.startswith("define") and "matmul_block" in line]
+    assert defined == [], f"{kernel.__name__} holds a copy of matmul_block"
+    assert matmul_module.block_address(np.float32) == matmul_module.block_address(np.dtype(np.float32)) != 0

@@ -42,7 +42,7 @@ from numba import types  # noqa: E402
 
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from .conv import col2im_numpy, im2col_numpy, piece_add, piece_cols  # noqa: E402
-from .matmul import CACHE, MR, NR, SERIAL_FLOPS, block_product, block_scratch, strided  # noqa: E402
+from .matmul import CACHE, MR, NR, SERIAL_FLOPS, block_address, block_product, block_scratch, strided  # noqa: E402
 
 PIECE_BYTES = 512 * 1024  # the columns of one piece of output rows: at most this many bytes (or one row)
 # (on a 2 MB L2, 512 KB and 1 MB ran alike and 128-256 KB up to 30% slower at ResNet shapes; 512 KB
@@ -105,16 +105,16 @@ def _array(dtype, ndim, readonly=False):
 
 
 def _forward_signature(dtype):
-    """x (N, C, H, W), w2 (O', C kh kw), bias (O,), out (N, O, OH OW), layout, first, stop."""
+    """x (N, C, H, W), w2 (O', C kh kw), bias (O,), out (N, O, OH OW), layout, matmul_at, first, stop."""
     return types.void(_array(dtype, 4, True), _array(dtype, 2, True), _array(dtype, 1, True), _array(dtype, 3),
-                      _array(types.intp, 1, True), types.intp, types.intp)
+                      _array(types.intp, 1, True), types.int64, types.intp, types.intp)
 
 
 def _grads_signature(dtype):
     """g (N, O, OH OW), x (N, C, H, W), w_t (T', O'), dx (N, C, H, W) zeros or empty, dw_parts
-    (P, O, C kh kw) zeros or (P, 0, 0), layout, first, stop."""
+    (P, O, C kh kw) zeros or (P, 0, 0), layout, matmul_at (``matmul.block_address``), first, stop."""
     return types.void(_array(dtype, 3, True), _array(dtype, 4, True), _array(dtype, 2, True), _array(dtype, 4),
-                      _array(dtype, 3), _array(types.intp, 1, True), types.intp, types.intp)
+                      _array(dtype, 3), _array(types.intp, 1, True), types.int64, types.intp, types.intp)
 
 
 @jit(cache=CACHE, inline=INLINE)
@@ -160,7 +160,7 @@ def _add_row_dots(g, cols, used, dw):
 
 
 @typed_jit(_forward_signature, cache=CACHE)
-def conv2d_images(x, w2, bias, out, layout, first, stop):
+def conv2d_images(x, w2, bias, out, layout, matmul_at, first, stop):
     """out[n] for the images first <= n < stop (see the module docstring). w2 has O' >= O rows,
     a whole number of MR (the rows past O are zeros): the product then runs whole tiles only,
     with every piece's columns rounded up to whole strips of NR as well."""
@@ -180,7 +180,7 @@ def conv2d_images(x, w2, bias, out, layout, first, stop):
         result = result_buffer[:n_rows * width].reshape((n_rows, width))
         for n in range(n0, n1):
             piece_cols(x, n, oh0, oh1, out_w, cols, (n - n0) * per_image, kh, kw, sh, sw, ph, pw, dh, dw)
-        block_product(w, strided(cols), result, scratch)
+        block_product(w, strided(cols), result, scratch, matmul_at)
         for n in range(n0, n1):  # out[n, o, oh0 OW:oh1 OW] = result[o, the image's columns] + bias[o]
             un, src, dst = np.uintp(n), np.uintp((n - n0) * per_image), np.uintp(oh0 * out_w)
             for o in range(n_out):
@@ -190,7 +190,7 @@ def conv2d_images(x, w2, bias, out, layout, first, stop):
 
 
 @typed_jit(_grads_signature, cache=CACHE)
-def conv2d_grads(g, x, w_t, dx, dw_parts, layout, first, stop):
+def conv2d_grads(g, x, w_t, dx, dw_parts, layout, matmul_at, first, stop):
     """For the parts first <= p < stop: dx of their images, and their sum of dW into dw_parts[p].
     Part p is the images p N / P <= n < (p + 1) N / P, P = dw_parts.shape[0]. w_t is W^T padded with
     zeros to T' x O' (whole tiles of MR x NR as in conv2d_images)."""
@@ -227,13 +227,13 @@ def conv2d_grads(g, x, w_t, dx, dw_parts, layout, first, stop):
                 if n_taps <= DOT_TAPS:  # few taps: dot products of contiguous rows (see _add_row_dots)
                     _add_row_dots(g_piece, cols, used, dw_parts[p])
                 else:
-                    block_product(strided(g_piece)[:, :used], strided(cols).T[:, :n_taps], dw_piece, scratch)
+                    block_product(strided(g_piece)[:, :used], strided(cols).T[:, :n_taps], dw_piece, scratch, matmul_at)
                     for o in range(n_out):
                         for t in range(n_taps):
                             dw_parts[p, o, t] += dw_piece[o, t]
             if need_dx:  # dcols = W^T g, added back into dx
                 cols = cols_buffer[:taps_up * width].reshape((taps_up, width))
-                block_product(w, strided(g_piece), cols, scratch)
+                block_product(w, strided(g_piece), cols, scratch, matmul_at)
                 for n in range(n0, n1):
                     piece_add(cols, (n - n0) * per_image, dx, n, oh0, oh1, out_w, kh, kw, sh, sw, ph, pw, dh, dw)
 
@@ -266,7 +266,7 @@ def conv2d_forward_numba(x, weight, bias, stride, padding, dilation, out_size):
     w2 = np.zeros((-(-o // MR) * MR, c * kh * kw), dtype=x.dtype)  # rows past O: zeros (whole tiles)
     w2[:o] = weight.reshape(o, -1)
     parallel_for(conv2d_images.for_dtype(x.dtype), n, np.ascontiguousarray(x), w2, bias, out.reshape(n, o, -1),
-                 layout, threads=_threads(n, 2 * out.size * c * kh * kw))
+                 layout, block_address(x.dtype), threads=_threads(n, 2 * out.size * c * kh * kw))
     return out
 
 
@@ -286,7 +286,7 @@ def conv2d_backward_numba(g, x, weight, stride, padding, dilation, need_dx=True,
         parallel_for(conv2d_grads.for_dtype(x.dtype), n_parts, np.ascontiguousarray(g).reshape(n, o, -1),
                      np.ascontiguousarray(x), w_t, dx, dw_parts,
                      _layout((kh, kw), stride, padding, dilation, c * kh * kw, oh, ow, x.itemsize),
-                     chunks_per_thread=PARTS_PER_THREAD, threads=threads)
+                     block_address(x.dtype), chunks_per_thread=PARTS_PER_THREAD, threads=threads)
     dweight = None
     if need_dweight:
         dweight = dw_parts.sum(axis=0).reshape(weight.shape) if n_parts else np.zeros_like(weight)  # (N = 0)

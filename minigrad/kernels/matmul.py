@@ -71,7 +71,7 @@ A few numba details recur below:
   once more for every caller. On a first start that cost 0.1 to 0.5 s per helper and caller.
   The tile kernel and ``matmul_block`` stay separate functions: they are large, and LLVM must not
   inline them anyway (``_never_inline``). The compiled kernels that run products (``_run_tasks``,
-  ``_product_pair``, attention.py's) call matmul_block at its address (``call_block``), so it is
+  ``_product_pair``, and those of attention.py, conv2d.py and rnn.py) call matmul_block at its address (``call_block``), so it is
   compiled once per process and linked into none of them: a first start compiles matmul in about 3 s
   instead of 4, and attention in 3 instead of 6.5.
   ``_copy_row`` also stays separate: inlined into the tile kernel, products ran 2-4% slower.
@@ -608,9 +608,9 @@ def matmul_block(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a
 
 
 # --------------------------------------------------------------------------------------------
-# Products inside other compiled kernels (attention.py, conv2d.py, rnn.py), on the calling thread:
-# by name (block_product), or through matmul_block's address (call_block), which keeps a copy of
-# matmul_block out of the kernel's compiled code
+# Products inside other compiled kernels (attention.py, conv2d.py, rnn.py), on the calling thread,
+# through matmul_block's address (call_block, block_product), which keeps a copy of matmul_block out
+# of the kernel's compiled code
 # --------------------------------------------------------------------------------------------
 
 
@@ -646,15 +646,6 @@ def block_scratch(dtype_of, n_cols):
     dtype = dtype_of.dtype
     return (np.empty((0, 1), dtype=dtype), np.empty(((n_cols + NR - 1) // NR, KC, NR), dtype=dtype),
             np.empty((EDGE_ROWS, NR), dtype=dtype), read_only(np.empty(0, dtype=dtype), False))
-
-
-@jit(cache=CACHE, inline=INLINE)
-def block_product(a, b, c, scratch):
-    """c = a @ b with matmul_block, all of it: a (M, K) and b (K, N) strided, c (M, N) C-contiguous,
-    scratch from ``block_scratch`` (for at least N columns)."""
-    packed_a, packed_b, edge, no_bias = scratch
-    n_strips, n_blocks = np.intp((c.shape[1] + NR - 1) // NR), np.intp((c.shape[0] + MR - 1) // MR)
-    matmul_block(a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge)
 
 
 def block_signature(dtype):
@@ -710,14 +701,15 @@ def block_address(dtype):
             matmul_block.compile(signature)
             compiled = matmul_block.overloads[signature]
         address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
-        _block_addresses[dtype] = address
+        _block_addresses[dtype] = _block_addresses[np.dtype(dtype)] = address  # (np.float32 and its dtype hash apart)
     return address
 
 
 @jit(cache=CACHE, inline=INLINE)
-def _product_at(a, b, c, matmul_at):
-    """c = a @ b, all of it, as ``block_product`` does, with matmul_block called at ``matmul_at``."""
-    packed_a, packed_b, edge, no_bias = block_scratch(c, c.shape[1])
+def block_product(a, b, c, scratch, matmul_at):
+    """c = a @ b with matmul_block, all of it: a (M, K) and b (K, N) strided, c (M, N) C-contiguous,
+    scratch from ``block_scratch`` (for at least N columns), matmul_at from ``block_address``."""
+    packed_a, packed_b, edge, no_bias = scratch
     n_strips, n_blocks = np.intp((c.shape[1] + NR - 1) // NR), np.intp((c.shape[0] + MR - 1) // MR)
     call_block(matmul_at, a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge)
 
@@ -791,9 +783,9 @@ def _product_pair(a1, b1, c1, a2, b2, c2, rows, sums, matmul_at, first, stop):
     (matmul_at: ``block_address``.)"""
     for item in range(first, stop):
         if item == 0:
-            _product_at(a1, b1, c1, matmul_at)
+            block_product(a1, b1, c1, block_scratch(c1, c1.shape[1]), matmul_at)
         else:
-            _product_at(a2, b2, c2, matmul_at)
+            block_product(a2, b2, c2, block_scratch(c2, c2.shape[1]), matmul_at)
             if sums.shape[0] > 0:
                 for c in range(sums.shape[0]):
                     sums[c] = 0

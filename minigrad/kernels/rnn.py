@@ -47,7 +47,7 @@ from ._jit import INLINE, jit, typed_jit  # first: it sets LLVM options before n
 from numba import types  # noqa: E402
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from ._simd import fast_exp  # noqa: E402
-from .matmul import CACHE, NR, block_product, block_scratch, strided  # noqa: E402
+from .matmul import CACHE, NR, block_address, block_product, block_scratch, strided  # noqa: E402
 
 ROWS_PER_THREAD = 8  # fewer batch rows than this per thread: one thread runs the layer
 
@@ -286,10 +286,11 @@ def _gru_cell_backward(dh, acts, gh, h_prev, dgi, dgh, dh_prev):
 
 # The layers: each call runs every step for the batch rows first <= n < stop.
 def _layer_signature(read, written, *more):
-    """C-contiguous arrays, `read` read-only and `written` writable, given by their ndim; then more types."""
+    """C-contiguous arrays, `read` read-only and `written` writable, given by their ndim; then more
+    types; then matmul_block's address (``matmul.block_address``), first and stop."""
     def signature(dtype):
         return types.void(*[types.Array(dtype, n, "C", readonly=True) for n in read],
-                          *[types.Array(dtype, n, "C") for n in written], *more, types.intp, types.intp)
+                          *[types.Array(dtype, n, "C") for n in written], *more, types.int64, types.intp, types.intp)
     return signature
 
 
@@ -316,12 +317,12 @@ def _pack(b):
 
 
 @jit(cache=CACHE, inline=INLINE)
-def _times(a, strips, out, tile, scratch):
+def _times(a, strips, out, tile, scratch, matmul_at):
     """out (M, N) = a (M, K) @ the matrix packed in strips, one strip of NR columns at a time, each
     product into tile (M, NR) and then copied into place."""
     n_cols = out.shape[1]
     for s in range(strips.shape[0]):
-        block_product(strided(a), strided(strips[s]), tile, scratch)
+        block_product(strided(a), strided(strips[s]), tile, scratch, matmul_at)
         for r in range(out.shape[0]):
             src, dst = tile[r], out[r]
             for jj in range(min(NR, n_cols - s * NR)):
@@ -329,7 +330,7 @@ def _times(a, strips, out, tile, scratch):
 
 
 @typed_jit(_layer_signature((3, 2, 2, 1), (3,), types.boolean, types.boolean), cache=CACHE, error_model="numpy")
-def _rnn_rows(gi, h0, w_hh, b_hh, hs, relu, reverse, first, stop):
+def _rnn_rows(gi, h0, w_hh, b_hh, hs, relu, reverse, matmul_at, first, stop):
     """rnn_layer_forward for the rows first:stop of the batch."""
     length, hidden = gi.shape[0], gi.shape[2]
     pre, tile = np.empty((stop - first, hidden), dtype=gi.dtype), np.empty((stop - first, NR), dtype=gi.dtype)
@@ -339,7 +340,7 @@ def _rnn_rows(gi, h0, w_hh, b_hh, hs, relu, reverse, first, stop):
     zero = np.float32(0)
     for s in range(length):
         t = length - 1 - s if reverse else s
-        _times(h_prev, w_t, pre, tile, scratch)
+        _times(h_prev, w_t, pre, tile, scratch, matmul_at)
         h = hs[t, first:stop]
         for r in range(stop - first):
             p, g, out = pre[r], gi[t, first + r], h[r]
@@ -354,7 +355,7 @@ def _rnn_rows(gi, h0, w_hh, b_hh, hs, relu, reverse, first, stop):
 
 
 @typed_jit(_layer_signature((3, 2, 3), (3, 2), types.boolean, types.boolean), cache=CACHE, error_model="numpy")
-def _rnn_rows_backward(g_hs, w_hh, hs, dpre, dh0, relu, reverse, first, stop):
+def _rnn_rows_backward(g_hs, w_hh, hs, dpre, dh0, relu, reverse, matmul_at, first, stop):
     """rnn_layer_backward for the rows first:stop of the batch."""
     length, rows, hidden = hs.shape[0], stop - first, hs.shape[2]
     dh, tile = np.zeros((rows, hidden), dtype=hs.dtype), np.empty((rows, NR), dtype=hs.dtype)
@@ -372,14 +373,14 @@ def _rnn_rows_backward(g_hs, w_hh, hs, dpre, dh0, relu, reverse, first, stop):
             else:
                 for j in range(np.uintp(hidden)):
                     out[j] = (g[j] + carried[j]) * (one - h[j] * h[j])
-        _times(d, w, dh, tile, scratch)  # dh_{t-1} = dpre[t] W_hh
+        _times(d, w, dh, tile, scratch, matmul_at)  # dh_{t-1} = dpre[t] W_hh
     for r in range(rows):
         for j in range(hidden):
             dh0[first + r, j] = dh[r, j]
 
 
 @typed_jit(_layer_signature((3, 2, 2, 2, 1), (3, 3, 3, 3), types.boolean), cache=CACHE, error_model="numpy")
-def _lstm_rows(gi, h0, c0, w_hh, b_hh, hs, cs, tanh_cs, acts, reverse, first, stop):
+def _lstm_rows(gi, h0, c0, w_hh, b_hh, hs, cs, tanh_cs, acts, reverse, matmul_at, first, stop):
     """lstm_layer_forward for the rows first:stop of the batch."""
     length, n_gates = gi.shape[0], gi.shape[2]
     pre, tile = np.empty((stop - first, n_gates), dtype=gi.dtype), np.empty((stop - first, NR), dtype=gi.dtype)
@@ -388,7 +389,7 @@ def _lstm_rows(gi, h0, c0, w_hh, b_hh, hs, cs, tanh_cs, acts, reverse, first, st
     h_prev, c_prev = h0[first:stop].copy(), c0[first:stop].copy()
     for s in range(length):
         t = length - 1 - s if reverse else s
-        _times(h_prev, w_t, pre, tile, scratch)  # pre = h_{t-1} W_hh^T + gi[t] + b_hh
+        _times(h_prev, w_t, pre, tile, scratch, matmul_at)  # pre = h_{t-1} W_hh^T + gi[t] + b_hh
         for r in range(stop - first):
             p, g = pre[r], gi[t, first + r]
             for j in range(np.uintp(n_gates)):
@@ -399,7 +400,7 @@ def _lstm_rows(gi, h0, c0, w_hh, b_hh, hs, cs, tanh_cs, acts, reverse, first, st
 
 
 @typed_jit(_layer_signature((3, 2, 2, 2, 3, 3, 3), (3, 2, 2), types.boolean), cache=CACHE, error_model="numpy")
-def _lstm_rows_backward(g_hs, g_c, c0, w_hh, cs, tanh_cs, acts, dgates, dh0, dc0, reverse, first, stop):
+def _lstm_rows_backward(g_hs, g_c, c0, w_hh, cs, tanh_cs, acts, dgates, dh0, dc0, reverse, matmul_at, first, stop):
     """lstm_layer_backward for the rows first:stop of the batch."""
     length, rows, hidden = cs.shape[0], stop - first, cs.shape[2]
     dh, dh_t = np.zeros((rows, hidden), dtype=cs.dtype), np.empty((rows, hidden), dtype=cs.dtype)
@@ -414,14 +415,14 @@ def _lstm_rows_backward(g_hs, g_c, c0, w_hh, cs, tanh_cs, acts, dgates, dh0, dc0
         d = dgates[t, first:stop]
         _lstm_cell_backward(dh_t, dc, acts[t, first:stop], c_prev, tanh_cs[t, first:stop], d, dc_prev)
         dc, dc_prev = dc_prev, dc
-        _times(d, w, dh, tile, scratch)  # dh_{t-1} = dgates[t] W_hh
+        _times(d, w, dh, tile, scratch, matmul_at)  # dh_{t-1} = dgates[t] W_hh
     for r in range(rows):
         for j in range(hidden):
             dh0[first + r, j], dc0[first + r, j] = dh[r, j], dc[r, j]
 
 
 @typed_jit(_layer_signature((3, 2, 2, 1), (3, 3, 3), types.boolean), cache=CACHE, error_model="numpy")
-def _gru_rows(gi, h0, w_hh, b_hh, hs, acts, ghs, reverse, first, stop):
+def _gru_rows(gi, h0, w_hh, b_hh, hs, acts, ghs, reverse, matmul_at, first, stop):
     """gru_layer_forward for the rows first:stop of the batch (b_hh: zeros without a bias)."""
     length, n_gates = gi.shape[0], gi.shape[2]
     tile = np.empty((stop - first, NR), dtype=gi.dtype)
@@ -431,7 +432,7 @@ def _gru_rows(gi, h0, w_hh, b_hh, hs, acts, ghs, reverse, first, stop):
     for s in range(length):
         t = length - 1 - s if reverse else s
         gh = ghs[t, first:stop]
-        _times(h_prev, w_t, gh, tile, scratch)  # gh = h_{t-1} W_hh^T + b_hh
+        _times(h_prev, w_t, gh, tile, scratch, matmul_at)  # gh = h_{t-1} W_hh^T + b_hh
         for r in range(stop - first):
             row = gh[r]
             for j in range(np.uintp(n_gates)):
@@ -442,7 +443,7 @@ def _gru_rows(gi, h0, w_hh, b_hh, hs, acts, ghs, reverse, first, stop):
 
 
 @typed_jit(_layer_signature((3, 2, 2, 3, 3, 3), (3, 3, 2), types.boolean), cache=CACHE, error_model="numpy")
-def _gru_rows_backward(g_hs, h0, w_hh, hs, acts, ghs, dgi, dgh, dh0, reverse, first, stop):
+def _gru_rows_backward(g_hs, h0, w_hh, hs, acts, ghs, dgi, dgh, dh0, reverse, matmul_at, first, stop):
     """gru_layer_backward for the rows first:stop of the batch."""
     length, rows, hidden = hs.shape[0], stop - first, hs.shape[2]
     dh, dh_t = np.zeros((rows, hidden), dtype=hs.dtype), np.empty((rows, hidden), dtype=hs.dtype)
@@ -456,7 +457,7 @@ def _gru_rows_backward(g_hs, h0, w_hh, hs, acts, ghs, dgi, dgh, dh0, reverse, fi
         _sum_into(dh_t, g_hs[t, first:stop], dh)
         _gru_cell_backward(dh_t, acts[t, first:stop], ghs[t, first:stop], h_prev, dgi[t, first:stop],
                            dgh[t, first:stop], dh_direct)
-        _times(dgh[t, first:stop], w, dh_w, tile, scratch)
+        _times(dgh[t, first:stop], w, dh_w, tile, scratch, matmul_at)
         _sum_into(dh, dh_direct, dh_w)  # dh_{t-1} = dh z + dgh[t] W_hh
     for r in range(rows):
         for j in range(hidden):
@@ -483,7 +484,7 @@ def rnn_layer_forward_numba(gi, h0, w_hh, b_hh=None, relu=False, reverse=False):
         return rnn_layer_forward_numpy(gi, h0, w_hh, b_hh, relu, reverse)
     hs = np.empty_like(gi)
     parallel_for(_rnn_rows.for_dtype(gi.dtype), gi.shape[1], *_c(gi, h0, w_hh, _bias(b_hh, gi)), hs, bool(relu),
-                 bool(reverse), chunks_per_thread=1, threads=_threads(gi.shape[1]))
+                 bool(reverse), block_address(np.float32), chunks_per_thread=1, threads=_threads(gi.shape[1]))
     return hs
 
 
@@ -493,7 +494,7 @@ def rnn_layer_backward_numba(g_hs, h0, w_hh, hs, relu=False, reverse=False):
         return rnn_layer_backward_numpy(g_hs, h0, w_hh, hs, relu, reverse)
     dpre, dh0 = np.empty_like(hs), np.empty_like(h0)
     parallel_for(_rnn_rows_backward.for_dtype(hs.dtype), hs.shape[1], *_c(g_hs, w_hh), hs, dpre, dh0, bool(relu),
-                 bool(reverse), chunks_per_thread=1, threads=_threads(hs.shape[1]))
+                 bool(reverse), block_address(np.float32), chunks_per_thread=1, threads=_threads(hs.shape[1]))
     return dpre, dh0
 
 
@@ -505,7 +506,7 @@ def lstm_layer_forward_numba(gi, h0, c0, w_hh, b_hh=None, reverse=False):
     hs, cs, tanh_cs = (np.empty((length, batch, n_gates // 4), gi.dtype) for _ in range(3))
     acts = np.empty_like(gi)
     parallel_for(_lstm_rows.for_dtype(gi.dtype), batch, *_c(gi, h0, c0, w_hh, _bias(b_hh, gi)), hs, cs, tanh_cs, acts,
-                 bool(reverse), chunks_per_thread=1, threads=_threads(batch))
+                 bool(reverse), block_address(np.float32), chunks_per_thread=1, threads=_threads(batch))
     return hs, cs, tanh_cs, acts
 
 
@@ -515,7 +516,8 @@ def lstm_layer_backward_numba(g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, re
         return lstm_layer_backward_numpy(g_hs, g_c, h0, c0, w_hh, hs, cs, tanh_cs, acts, reverse)
     dgates, dh0, dc0 = np.empty_like(acts), np.empty_like(h0), np.empty_like(c0)
     parallel_for(_lstm_rows_backward.for_dtype(acts.dtype), acts.shape[1], *_c(g_hs, g_c, c0, w_hh), cs, tanh_cs,
-                 acts, dgates, dh0, dc0, bool(reverse), chunks_per_thread=1, threads=_threads(acts.shape[1]))
+                 acts, dgates, dh0, dc0, bool(reverse), block_address(np.float32), chunks_per_thread=1,
+                 threads=_threads(acts.shape[1]))
     return dgates, dh0, dc0
 
 
@@ -526,7 +528,7 @@ def gru_layer_forward_numba(gi, h0, w_hh, b_hh=None, reverse=False):
     length, batch, n_gates = gi.shape
     hs, acts, ghs = np.empty((length, batch, n_gates // 3), gi.dtype), np.empty_like(gi), np.empty_like(gi)
     parallel_for(_gru_rows.for_dtype(gi.dtype), batch, *_c(gi, h0, w_hh, _bias(b_hh, gi)), hs, acts, ghs,
-                 bool(reverse), chunks_per_thread=1, threads=_threads(batch))
+                 bool(reverse), block_address(np.float32), chunks_per_thread=1, threads=_threads(batch))
     return hs, acts, ghs
 
 
@@ -536,7 +538,8 @@ def gru_layer_backward_numba(g_hs, h0, w_hh, hs, acts, ghs, reverse=False):
         return gru_layer_backward_numpy(g_hs, h0, w_hh, hs, acts, ghs, reverse)
     dgi, dgh, dh0 = np.empty_like(acts), np.empty_like(acts), np.empty_like(h0)
     parallel_for(_gru_rows_backward.for_dtype(acts.dtype), acts.shape[1], *_c(g_hs, h0, w_hh), hs, acts, ghs, dgi,
-                 dgh, dh0, bool(reverse), chunks_per_thread=1, threads=_threads(acts.shape[1]))
+                 dgh, dh0, bool(reverse), block_address(np.float32), chunks_per_thread=1,
+                 threads=_threads(acts.shape[1]))
     return dgi, dgh, dh0
 
 
