@@ -71,9 +71,9 @@ A few numba details recur below:
   once more for every caller. On a first start that cost 0.1 to 0.5 s per helper and caller.
   The tile kernel and ``matmul_block`` stay separate functions: they are large, and LLVM must not
   inline them anyway (``_never_inline``). The compiled kernels that run products (``_run_tasks``,
-  ``_product_pair``, and those of attention.py, conv2d.py and rnn.py) call matmul_block at its address (``call_block``), so it is
-  compiled once per process and linked into none of them: a first start compiles matmul in about 3 s
-  instead of 4, and attention in 3 instead of 6.5.
+  ``_product_pair``, and those of attention.py, conv2d.py and rnn.py) call matmul_block at its
+  address (``call_block``), so it is compiled once per process and linked into none of them: a first
+  start compiles matmul in about 3 s instead of 4, and attention in 3 instead of 6.5.
   ``_copy_row`` also stays separate: inlined into the tile kernel, products ran 2-4% slower.
 """
 
@@ -667,6 +667,8 @@ def call_block(typingctx, address, a, b, c, bias, strip_lo, strip_hi, block_lo, 
     A call through the address compiles to one indirect call, as numba calls one compiled function
     from another (its calling convention), and the kernel compiles without matmul_block. The
     arguments must have exactly the types of ``block_signature``, or the kernel does not compile.
+    matmul_block raises only if a broken invariant reaches the tile kernel; callers pass that on
+    (``BLOCK_FAILED``).
     """
     arg_types = (a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge)
     if not isinstance(a, types.Array) or arg_types != block_signature(a.dtype):
@@ -688,6 +690,7 @@ def call_block(typingctx, address, a, b, c, bias, strip_lo, strip_hi, block_lo, 
 
 
 _block_addresses = {}  # dtype -> the address of matmul_block's machine code for it
+BLOCK_FAILED = "matmul_block raised (a piece of b whose rows are not contiguous reached the tile kernel)"
 
 
 def block_address(dtype):
@@ -711,7 +714,8 @@ def block_product(a, b, c, scratch, matmul_at):
     scratch from ``block_scratch`` (for at least N columns), matmul_at from ``block_address``."""
     packed_a, packed_b, edge, no_bias = scratch
     n_strips, n_blocks = np.intp((c.shape[1] + NR - 1) // NR), np.intp((c.shape[0] + MR - 1) // MR)
-    call_block(matmul_at, a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge)
+    if call_block(matmul_at, a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge):
+        raise RuntimeError(BLOCK_FAILED)
 
 
 @jit(cache=CACHE, inline=INLINE)
@@ -763,8 +767,9 @@ def _run_tasks(a, b, c, bias, matmul_at, n_batch_chunks, n_col_chunks, n_row_chu
         for i in range(batch_lo, batch_hi):
             for panel_lo in range(strip_lo, strip_hi, PANEL_STRIPS):  # at most KC x 4096 numbers of b packed
                 panel_hi = min(panel_lo + PANEL_STRIPS, strip_hi)
-                call_block(matmul_at, a[i], b[i], c[i], bias, panel_lo, panel_hi, block_lo, block_hi, packed_a, packed_b,
-                           edge)
+                if call_block(matmul_at, a[i], b[i], c[i], bias, panel_lo, panel_hi, block_lo, block_hi, packed_a,
+                              packed_b, edge):
+                    raise RuntimeError(BLOCK_FAILED)
 
 
 def _pair_signature(dtype):
