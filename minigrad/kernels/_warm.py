@@ -10,8 +10,8 @@ that the other process has not finished, it first compiles its own kernels that 
 will need (``OWN``), then waits, and loads the other's machine code from the cache.
 The attention kernels it compiles without running them: their products call matmul_block at its
 address (``matmul.call_block``), which this process compiles for matmul meanwhile, so neither
-process compiles matmul_block twice. The two then take about equal time: attention, GELU and
-cross-entropy there; matmul, layer norm and the rest here.
+process compiles matmul_block twice. The two then take about equal time: attention and GELU there,
+matmul, layer norm and the rest here.
 A convolutional network (its first kernel file is conv2d) needs no attention: for it the other
 process compiles ``LATER``'s kernels instead, those its step reaches last, and nothing waits for them.
 A recurrent network is told by its layers (``expect``), and likewise gets ``LATER_RECURRENT``.
@@ -58,10 +58,9 @@ import time
 
 import numpy as np
 
-AHEAD = ("cross_entropy", "attention", "gelu")  # the kernel files the second process compiles, in this
-# order (cross-entropy first: an MLP's step needs it early, and a GPT's not before its attention)
+AHEAD = ("attention", "gelu")  # the kernel files the second process compiles, in this order
 POOL_FIRST, POOL_LAST = "pool", "pool-entries"  # what it does before and after them (see above)
-OWN = ("matmul", "layernorm", "embedding", "reduce", "adam")
+OWN = ("matmul", "layernorm", "cross_entropy", "embedding", "reduce", "adam")
 # The first kernel file a process needs tells what kind of model it trains. A convolutional
 # network's is conv2d: its step never needs attention, and what it needs last (the backward kernels,
 # the products of its classifier) the second process can compile while this one compiles the forward
