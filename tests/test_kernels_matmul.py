@@ -405,3 +405,34 @@ def test_kernels_that_multiply_call_matmul_block_at_its_address(module, kernel):
     defined = [line for line in llvm.splitlines() if line.startswith("define") and "matmul_block" in line]
     assert defined == [], f"{kernel.__name__} holds a copy of matmul_block"
     assert matmul_module.block_address(np.float32) == matmul_module.block_address(np.dtype(np.float32)) != 0
+
+
+def test_call_block_passes_on_an_exception_of_the_function_it_calls():
+    """call_block calls whatever compiled function sits at the address with matmul_block's argument
+    types; an exception raised there reaches the caller as from a call by name (message and all)."""
+    import numba
+
+    from minigrad.kernels._jit import jit
+    from minigrad.kernels.matmul import block_scratch, block_signature, call_block, strided
+
+    def refuse(a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
+        if strip_hi > strip_lo:
+            raise ValueError("refused by the called function")
+
+    signature = block_signature(numba.float32)
+    refuse = jit([numba.types.none(*signature)], cache=False)(refuse)
+    compiled = refuse.overloads[signature]
+    address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+
+    @jit(cache=False)
+    def product(a, b, c, n_strips, address):
+        packed_a, packed_b, edge, no_bias = block_scratch(c, c.shape[1])
+        call_block(address, strided(a), strided(b), c, no_bias, np.intp(0), np.intp(n_strips), np.intp(0), np.intp(1),
+                   packed_a, packed_b, edge)
+        c[0, 0] = 1  # (reached only if the call returned)
+
+    a, b, c = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32), np.zeros((4, 5), np.float32)
+    product(a, b, c, 0, address)
+    assert c[0, 0] == 1
+    with pytest.raises(ValueError, match="refused by the called function"):
+        product(a, b, c, 1, address)

@@ -16,7 +16,7 @@ functions, *entries*, which all have one signature, whatever the kernel's argume
 
 - the entry unpacks them (``_unpack``) into arguments of exactly the numba types the kernel was
   compiled for, and calls ``kernel``, the address of the kernel's machine code, as numba calls one
-  compiled function from another (``_call_native``);
+  compiled function from another (``call_native``, which matmul.py's ``call_block`` uses too);
 - it returns 0, or 1 if the kernel raised an exception. The exception itself stays behind (numba
   keeps its details in memory that only its own Python wrapper turns into an exception): the pool
   notes the chunk, and the caller's thread calls the kernel on that chunk again from Python, which
@@ -41,7 +41,6 @@ import numba  # noqa: E402
 from llvmlite import ir  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
-from numba.core.callconv import RETCODE_NONE, RETCODE_OK  # noqa: E402
 from numba.core.dispatcher import Dispatcher  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 from numba.np.arrayobj import populate_array  # noqa: E402
@@ -117,26 +116,31 @@ def _unpack(typingctx, block, arg_types):
     return tuple_type(types.int64, arg_types), codegen
 
 
+def call_native(context, builder, address, arg_types, values):
+    """Emit a call of the compiled function at ``address`` (an LLVM int64) that returns nothing,
+    with ``values`` of the numba types ``arg_types``, as numba calls one compiled function from
+    another (its calling convention); -> numba's status of the call (``status.is_error``: it raised)."""
+    call_conv = context.call_conv
+    function_type = call_conv.get_function_type(types.none, arg_types)
+    function = builder.inttoptr(address, function_type.as_pointer())
+    result = cgutils.alloca_once(builder, function_type.args[0].pointee)
+    builder.store(cgutils.get_null_value(result.type.pointee), result)
+    exception = cgutils.alloca_once(builder, function_type.args[1].pointee)
+    packed = call_conv._get_arg_packer(arg_types).as_arguments(builder, values)
+    code = builder.call(function, [result, exception, *packed])
+    return call_conv._get_return_status(builder, code, builder.load(exception))
+
+
 @intrinsic
 def _call_native(typingctx, kernel, args, start, stop):
     """Call the compiled kernel whose machine code is at address ``kernel`` with ``(*args, start,
-    stop)``, as numba calls one compiled function from another (its calling convention); -> 1 if
-    it raised, else 0."""
+    stop)`` (``call_native``); -> 1 if it raised, else 0."""
     arg_types = tuple(args.types) + (types.int64, types.int64)
 
     def codegen(context, builder, signature, llargs):
-        call_conv = context.call_conv
-        function_type = call_conv.get_function_type(types.none, arg_types)
-        function = builder.inttoptr(llargs[0], function_type.as_pointer())
         values = [builder.extract_value(llargs[1], i) for i in range(len(args))] + list(llargs[2:])
-        result = cgutils.alloca_once(builder, function_type.args[0].pointee)
-        builder.store(cgutils.get_null_value(result.type.pointee), result)
-        exception = cgutils.alloca_once(builder, function_type.args[1].pointee)
-        packed = call_conv._get_arg_packer(arg_types).as_arguments(builder, values)
-        status = builder.call(function, [result, exception, *packed])
-        # numba's status codes: OK and NONE (returned None) are success, anything else an exception
-        ok = builder.or_(builder.icmp_signed("==", status, RETCODE_OK), builder.icmp_signed("==", status, RETCODE_NONE))
-        return builder.zext(builder.not_(ok), _I64)
+        status = call_native(context, builder, llargs[0], arg_types, values)
+        return builder.zext(status.is_error, _I64)
 
     return types.int64(types.int64, args, types.int64, types.int64), codegen
 

@@ -46,7 +46,7 @@ from numba import types  # noqa: E402
 
 from ._parallel import parallel_for  # noqa: E402
 from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
-from .matmul import BLOCK_FAILED, CACHE, MR, NR, block_address, block_scratch, call_block, strided  # noqa: E402
+from .matmul import CACHE, MR, NR, block_address, block_scratch, call_block, strided  # noqa: E402
 
 VECTOR = 16  # row ends are rounded up to this many floats: whole SIMD registers on every CPU
 # The forward's softmax loops run further, to a multiple of SOFTMAX_RUN (or the row's end): LLVM
@@ -105,9 +105,7 @@ def _product(a, b, c, ends, scratch, matmul_at):
     n_blocks, n_strips = (n_rows + MR - 1) // MR, (n_cols + NR - 1) // NR
     zero = np.intp(0)
     if ends is None:
-        if call_block(matmul_at, a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b,
-                      edge):
-            raise RuntimeError(BLOCK_FAILED)
+        call_block(matmul_at, a, b, c, no_bias, zero, np.intp(n_strips), zero, np.intp(n_blocks), packed_a, packed_b, edge)
         return
     first, strips = 0, -1  # the run of blocks first..block-1 needs `strips` strips
     for block in range(n_blocks + 1):
@@ -119,9 +117,8 @@ def _product(a, b, c, ends, scratch, matmul_at):
             needed = (need + NR - 1) // NR
         if needed != strips:
             if strips > 0:
-                if call_block(matmul_at, a, b, c, no_bias, zero, np.intp(strips), np.intp(first), np.intp(block),
-                              packed_a, packed_b, edge):
-                    raise RuntimeError(BLOCK_FAILED)
+                call_block(matmul_at, a, b, c, no_bias, zero, np.intp(strips), np.intp(first), np.intp(block),
+                           packed_a, packed_b, edge)
             first, strips = block, needed
 
 

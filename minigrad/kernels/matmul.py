@@ -81,12 +81,12 @@ import numpy as np
 
 # _jit first: it sets numba's compiler options, which numba reads when it is first imported
 from ._jit import INLINE, jit, numba, typed_jit  # isort: skip
+from ._entries import call_native  # noqa: E402
 from ._cpu import choose_tile, kernel_forced, vector_bytes, vector_tile  # noqa: E402
 from . import _warm  # noqa: E402
 from ._parallel import get_num_threads, parallel_for  # noqa: E402
 from numba import types  # noqa: E402
 from numba.core import cgutils  # noqa: E402
-from numba.core.callconv import RETCODE_NONE, RETCODE_OK  # noqa: E402
 from numba.core.imputils import impl_ret_borrowed  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
 from numba.np.numpy_support import as_dtype  # noqa: E402
@@ -660,37 +660,28 @@ def block_signature(dtype):
 @intrinsic
 def call_block(typingctx, address, a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge):
     """matmul_block(a, b, c, ..., edge) through ``address``, where its machine code is
-    (``block_address``); -> 0, or 1 if it raised.
+    (``block_address``); an exception it raises is passed on, as from a call by name.
 
     A kernel that calls matmul_block by name holds a copy of it: numba compiles matmul_block into
     that kernel's code, and LLVM optimizes it there once more, seconds of a first start per kernel.
     A call through the address compiles to one indirect call, as numba calls one compiled function
-    from another (its calling convention), and the kernel compiles without matmul_block. The
+    from another (``_entries.call_native``), and the kernel compiles without matmul_block. The
     arguments must have exactly the types of ``block_signature``, or the kernel does not compile.
-    matmul_block raises only if a broken invariant reaches the tile kernel; callers pass that on
-    (``BLOCK_FAILED``).
     """
     arg_types = (a, b, c, bias, strip_lo, strip_hi, block_lo, block_hi, packed_a, packed_b, edge)
     if not isinstance(a, types.Array) or arg_types != block_signature(a.dtype):
         return None
 
     def codegen(context, builder, signature, args):
-        call_conv = context.call_conv
-        function_type = call_conv.get_function_type(types.none, arg_types)
-        function = builder.inttoptr(args[0], function_type.as_pointer())
-        result = cgutils.alloca_once(builder, function_type.args[0].pointee)
-        builder.store(cgutils.get_null_value(result.type.pointee), result)
-        exception = cgutils.alloca_once(builder, function_type.args[1].pointee)
-        packed = call_conv._get_arg_packer(arg_types).as_arguments(builder, list(args[1:]))
-        status = builder.call(function, [result, exception, *packed])
-        ok = builder.or_(builder.icmp_signed("==", status, RETCODE_OK), builder.icmp_signed("==", status, RETCODE_NONE))
-        return builder.zext(builder.not_(ok), ir.IntType(64))
+        status = call_native(context, builder, args[0], arg_types, list(args[1:]))
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
 
-    return types.int64(address, *arg_types), codegen
+    return types.none(address, *arg_types), codegen
 
 
 _block_addresses = {}  # dtype -> the address of matmul_block's machine code for it
-BLOCK_FAILED = "matmul_block raised (a piece of b whose rows are not contiguous reached the tile kernel)"
 
 
 def block_address(dtype):
@@ -714,8 +705,7 @@ def block_product(a, b, c, scratch, matmul_at):
     scratch from ``block_scratch`` (for at least N columns), matmul_at from ``block_address``."""
     packed_a, packed_b, edge, no_bias = scratch
     n_strips, n_blocks = np.intp((c.shape[1] + NR - 1) // NR), np.intp((c.shape[0] + MR - 1) // MR)
-    if call_block(matmul_at, a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge):
-        raise RuntimeError(BLOCK_FAILED)
+    call_block(matmul_at, a, b, c, no_bias, np.intp(0), n_strips, np.intp(0), n_blocks, packed_a, packed_b, edge)
 
 
 @jit(cache=CACHE, inline=INLINE)
@@ -767,9 +757,8 @@ def _run_tasks(a, b, c, bias, matmul_at, n_batch_chunks, n_col_chunks, n_row_chu
         for i in range(batch_lo, batch_hi):
             for panel_lo in range(strip_lo, strip_hi, PANEL_STRIPS):  # at most KC x 4096 numbers of b packed
                 panel_hi = min(panel_lo + PANEL_STRIPS, strip_hi)
-                if call_block(matmul_at, a[i], b[i], c[i], bias, panel_lo, panel_hi, block_lo, block_hi, packed_a,
-                              packed_b, edge):
-                    raise RuntimeError(BLOCK_FAILED)
+                call_block(matmul_at, a[i], b[i], c[i], bias, panel_lo, panel_hi, block_lo, block_hi, packed_a, packed_b,
+                           edge)
 
 
 def _pair_signature(dtype):
