@@ -3,7 +3,7 @@
 - The compiled kernel agrees with its numpy twin, forward and backward, on both dtypes, on strided
   inputs (heads split from the features of a (B, T, d_model) array), on shapes that are not
   multiples of the register tile, with causal, random, broadcast and fully blocked masks, and on
-  batches large enough to run on several threads.
+  batches large enough to run on several threads, and on inputs whose last axis is strided.
 - The numpy twin agrees with the formula written out with explicit loops.
 - The gradients of q, k and v cut from one projection are the same cuts of one array, which
   `Split`'s backward then returns without a copy; inputs that overlap get arrays of their own.
@@ -100,6 +100,26 @@ def test_numba_matches_numpy_on_threads(shape):
     g = rng.standard_normal(out.shape).astype(np.float32)
     for got, expected in zip(attention_backward_numba(g, q, k, v, weights, mask, 0.3),
                              attention_backward_numpy(g, q, k, v, weights_ref, mask, 0.3)):
+        assert_close(got, expected, np.float32)
+
+
+def test_inputs_whose_last_axis_is_strided_get_contiguous_outputs():
+    """The kernels copy each slice's results into rows of adjacent numbers. q, k and v whose last
+    axis is not at unit stride (transposed views) get C-contiguous outputs and gradients, with the
+    twin's values (were the kernels to write such rows as if adjacent, other numbers would change)."""
+    rng = np.random.default_rng(11)
+    B, h, T, d = 3, 2, 20, 16
+    q, k, v = (rng.standard_normal((B, h, d, T)).astype(np.float32).transpose(0, 1, 3, 2) for _ in range(3))
+    assert q.strides[-1] != q.itemsize
+    mask = make_mask("causal", rng, B, h, T, T)
+    out, weights = attention_forward_numba(q, k, v, mask, 0.25)
+    out_ref, weights_ref = attention_forward_numpy(q, k, v, mask, 0.25)
+    assert out.flags.c_contiguous
+    assert_close(out, out_ref, np.float32)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    for got, expected in zip(attention_backward_numba(g, q, k, v, weights, mask, 0.25),
+                             attention_backward_numpy(g, q, k, v, weights_ref, mask, 0.25)):
+        assert got.flags.c_contiguous
         assert_close(got, expected, np.float32)
 
 

@@ -24,11 +24,14 @@ of MR rows, only the strips of NR columns its rows need, and the softmax loops s
 end (rounded up to whole SIMD vectors; in the forward, to a multiple of SOFTMAX_RUN). A causal
 mask so saves about a quarter of those products at T = 64. (The backward reads the rows' ends
 from the same mask: past the last allowed key the weights are zero, and so is every term. A mask
-shared by all the slices, like a causal one, is read once per call.) K^T and V^T are copied once per slice into small contiguous
-arrays, so that the products read rows. The inputs may be strided views (heads split from the
-features of a (B, T, d_model) array), and the outputs keep the memory layout of q, k and v. When
-q, k and v are the three parts of one projection, dq, dk and dv are the same parts of one new
-array, which is then that projection's gradient as it is (``empty_like_parts``).
+shared by all the slices, like a causal one, is read once per call.) K^T and V^T are copied
+once per slice into small contiguous arrays, so that the products read rows. The inputs may be
+strided views (heads split from the features of a (B, T, d_model) array). Each slice's results are
+computed in small C-contiguous arrays and copied into the outputs a SIMD register at a time
+(``_copy_out``); the outputs keep the memory layout of q, k and v as long as their last axis is at
+unit stride (else they are C-contiguous: ``_unit_stride``). When q, k and v are the three parts of
+one projection, dq, dk and dv are the same parts of one new array, which is then that projection's
+gradient as it is (``empty_like_parts``).
 
 The products call matmul_block at its address (``matmul.call_block``; the Python wrappers pass
 ``matmul.block_address``) instead of holding a copy of it: numba would otherwise compile matmul_block
@@ -43,6 +46,8 @@ import numpy as np
 
 from ._jit import INLINE, jit, typed_jit  # isort: skip
 from numba import types  # noqa: E402
+from numba.core.imputils import impl_ret_borrowed  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
 from ._parallel import parallel_for  # noqa: E402
 from ._simd import fast_exp, simd_add, simd_max  # noqa: E402
@@ -122,12 +127,29 @@ def _product(a, b, c, ends, scratch, matmul_at):
             first, strips = block, needed
 
 
-@jit(cache=CACHE, inline=INLINE)
-def _copy_into(src, dst):
-    """dst[i, c] = src[i, c]."""
+@intrinsic
+def _contiguous(typingctx, row):
+    """The same 1-D array, typed as contiguous (numba layout 'C'), so that LLVM copies it a SIMD
+    register at a time. Only for a row whose numbers are adjacent (stride = the size of one), as the
+    Python wrappers make sure of for the outputs (``_unit_stride``)."""
+    if not isinstance(row, types.Array) or row.ndim != 1:
+        return None
+    result = row.copy(layout="C")
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, result, args[0])
+
+    return result(row), codegen
+
+
+@jit(cache=CACHE)  # (not copied into each caller: one compiled copy serves every call, for less compile time)
+def _copy_out(src, dst):
+    """dst[i, c] = src[i, c]: a slice's C-contiguous result into its part of an output, whose rows
+    are contiguous (``_unit_stride``) but d_model numbers apart."""
     for i in range(src.shape[0]):
+        row, out = src[i], _contiguous(dst[i])
         for c in range(src.shape[1]):
-            dst[i, c] = src[i, c]
+            out[c] = row[c]
 
 
 @jit(cache=CACHE, inline=INLINE)
@@ -213,7 +235,7 @@ def forward_slices(q, k, v, mask, scale, matmul_at, out, weights, first, stop):
                 row[j] *= inverse
             _zero(row, end)
         _product(strided(w), v[b, h], out_rows, None, scratch, matmul_at)  # out = W V
-        _copy_into(out_rows, out[b, h])
+        _copy_out(out_rows, out[b, h])
 
 
 @typed_jit(_backward_signature, error_model="numpy", cache=CACHE)
@@ -250,9 +272,9 @@ def backward_slices(g, q, k, v, weights, mask, scale, matmul_at, dq, dk, dv, fir
         _product(ds_, k[b, h], dq_rows, None, scratch, matmul_at)  # dQ = dS K
         _product(ds_.T, q[b, h], dk_rows, None, scratch, matmul_at)  # dK = dS^T Q
         _product(strided(w).T, g[b, h], dv_rows, None, scratch, matmul_at)  # dV = W^T g
-        _copy_into(dq_rows, dq[b, h])
-        _copy_into(dk_rows, dk[b, h])
-        _copy_into(dv_rows, dv[b, h])
+        _copy_out(dq_rows, dq[b, h])
+        _copy_out(dk_rows, dk[b, h])
+        _copy_out(dv_rows, dv[b, h])
 
 
 def _threads(n_slices, work):
@@ -271,7 +293,7 @@ def _check(name, q, k, v):
 
 
 def attention_forward_numba(q, k, v, mask, scale):
-    """-> (out (B, h, T_q, d_v), weights (B, h, T_q, T_k)); out has the memory layout of q.
+    """-> (out (B, h, T_q, d_v), weights (B, h, T_q, T_k)); out has the memory layout of q (see the module).
     (float64: the numpy twin.)"""
     _check("attention_forward", q, k, v)
     if q.dtype != np.float32:
@@ -283,7 +305,7 @@ def attention_forward_numba(q, k, v, mask, scale):
         mask = np.broadcast_to(mask, (B, h, T_q, T_k))  # (zero strides, no copy)
     if mask.dtype != np.bool_:
         raise TypeError(f"attention_forward: mask must be bool, got {mask.dtype}")
-    out = np.empty_like(q, shape=(B, h, T_q, d_v))  # (same layout as q: heads split from features stay so)
+    out = _unit_stride(np.empty_like(q, shape=(B, h, T_q, d_v)))  # (same layout as q: heads split from features stay so)
     weights = np.empty((B, h, T_q, T_k), dtype=q.dtype)
     if out.size == 0 or weights.size == 0:
         out.fill(0)
@@ -311,12 +333,19 @@ def empty_like_parts(*parts):
                  for p in parts)
 
 
+def _unit_stride(out):
+    """out, or a new C-contiguous array like it if its last axis is not at unit stride (q given as
+    a transposed view, say): the kernels write their results in rows of adjacent numbers."""
+    return out if out.shape[-1] <= 1 or out.strides[-1] == out.itemsize else np.empty(out.shape, out.dtype)
+
+
 def _address(array):
     return array.__array_interface__["data"][0]
 
 
 def attention_backward_numba(g, q, k, v, weights, mask, scale):
-    """-> (dq, dk, dv), each with the shape and memory layout of q, k, v. (float64: the numpy twin.)"""
+    """-> (dq, dk, dv), each with the shape and memory layout of q, k, v (see the module). (float64: the
+    numpy twin.)"""
     _check("attention_backward", q, k, v)
     if q.dtype != np.float32:
         return attention_backward_numpy(g, q, k, v, weights, mask, scale)
@@ -326,7 +355,7 @@ def attention_backward_numba(g, q, k, v, weights, mask, scale):
     weights = np.ascontiguousarray(weights)
     if mask is None or mask.shape != weights.shape:
         mask = np.broadcast_to(np.ones((1, 1, 1, 1), dtype=np.bool_) if mask is None else mask, weights.shape)
-    dq, dk, dv = empty_like_parts(q, k, v)
+    dq, dk, dv = (_unit_stride(d) for d in empty_like_parts(q, k, v))
     if dq.size == 0 or dk.size == 0 or dv.size == 0:
         for d in (dq, dk, dv):
             d.fill(0)
