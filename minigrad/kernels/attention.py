@@ -130,8 +130,9 @@ def _product(a, b, c, ends, scratch, matmul_at):
 @intrinsic
 def _contiguous(typingctx, row):
     """The same 1-D array, typed as contiguous (numba layout 'C'), so that LLVM copies it a SIMD
-    register at a time. Only for a row whose numbers are adjacent (stride = the size of one), as the
-    Python wrappers make sure of for the outputs (``_unit_stride``)."""
+    register at a time: a change of type only, as matmul.py's ``read_only``. Only for a row whose
+    numbers are adjacent (stride = the size of one), as the Python wrappers make sure of for the
+    outputs (``_unit_stride``)."""
     if not isinstance(row, types.Array) or row.ndim != 1:
         return None
     result = row.copy(layout="C")
@@ -355,7 +356,7 @@ def attention_backward_numba(g, q, k, v, weights, mask, scale):
     weights = np.ascontiguousarray(weights)
     if mask is None or mask.shape != weights.shape:
         mask = np.broadcast_to(np.ones((1, 1, 1, 1), dtype=np.bool_) if mask is None else mask, weights.shape)
-    dq, dk, dv = (_unit_stride(d) for d in empty_like_parts(q, k, v))
+    dq, dk, dv = map(_unit_stride, empty_like_parts(q, k, v))
     if dq.size == 0 or dk.size == 0 or dv.size == 0:
         for d in (dq, dk, dv):
             d.fill(0)
