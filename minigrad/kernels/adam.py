@@ -14,7 +14,7 @@ step_size = lr / (1 - beta1^t) and sqrt(1 - beta2^t), so that per element
 
     p = p - step_size * m / (sqrt(v) / sqrt(1 - beta2^t) + eps).
 
-The optimizer (``minigrad/optim.py``) calls this once per parameter. The numpy twin spells the
+The optimizer (``minigrad/optim/__init__.py``) calls this once per parameter. The numpy twin spells the
 formula out with whole-array operations, a dozen passes over memory. The compiled kernel reads
 p, g, m, v once and writes p, m, v once, in the parameter's dtype, a SIMD register at a time (the
 square root and the division set the pace).

@@ -1,4 +1,4 @@
-"""Exercise: one Adam / AdamW step (minigrad/kernels/adam.py; minigrad/optim.py calls it once per
+"""Exercise: one Adam / AdamW step (minigrad/kernels/adam.py; minigrad.optim.Adam calls it once per
 parameter per step).
 
 For a parameter p with gradient g, running averages m (exp_avg) and v (exp_avg_sq), step number

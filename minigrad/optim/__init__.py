@@ -10,6 +10,10 @@
         optimizer.step()
         schedule.step()
 
+The schedules live in `minigrad.optim.lr_scheduler` (lr_scheduler.py), as in PyTorch: StepLR,
+CosineAnnealingLR, OneCycleLR, ReduceLROnPlateau, ...; the ones minigrad had before it (LRScheduler,
+LambdaLR, WarmupCosineLR, NoamLR, cosine_with_warmup, noam) are also reachable from here.
+
 Notation in the update-rule comments: θ is a parameter, g its gradient, lr the learning rate,
 λ the weight decay, t the step number (1, 2, ...).
 
@@ -23,12 +27,14 @@ import math
 
 import numpy as np
 
-from . import kernels
-from .compile import replayed_as_a_call
-from .tensor import Tensor
+from .. import kernels
+from ..compile import replayed_as_a_call
+from ..tensor import Tensor
+from . import lr_scheduler
+from .lr_scheduler import LambdaLR, LRScheduler, NoamLR, WarmupCosineLR, cosine_with_warmup, noam
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "clip_grad_norm_",
+    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "clip_grad_norm_", "lr_scheduler",
     "cosine_with_warmup", "noam", "LRScheduler", "LambdaLR", "WarmupCosineLR", "NoamLR",
 ]
 
@@ -383,130 +389,3 @@ def clip_grad_norm_(parameters, max_norm):
         for g in grads:
             g *= scale
     return total
-
-
-# ============================================================================ learning-rate schedules
-def cosine_with_warmup(step, max_lr, min_lr, warmup_steps, decay_steps):
-    """Linear warmup, then a cosine decay (the schedule of GPT-style training, e.g. nanoGPT).
-
-        step < warmup_steps:                 lr = max_lr · step / warmup_steps
-        warmup_steps ≤ step ≤ decay_steps:   r = (step − warmup_steps) / (decay_steps − warmup_steps)
-                                             lr = min_lr + ½·(1 + cos(π·r))·(max_lr − min_lr)
-        step > decay_steps:                  lr = min_lr
-
-    So lr is 0 at step 0, max_lr at step `warmup_steps`, (max_lr + min_lr)/2 half-way through the
-    decay, and min_lr from `decay_steps` on; `decay_steps` counts from step 0, not from the end of
-    warmup. (nanoGPT warms up with max_lr·(step+1)/(warmup_steps+1), which avoids lr = 0 at step 0
-    but never quite reaches max_lr; this version is exactly linear from 0 to max_lr.)
-    """
-    if step < 0 or warmup_steps < 0 or decay_steps < warmup_steps:
-        raise ValueError(f"cosine_with_warmup: need step >= 0 and 0 <= warmup_steps <= decay_steps, got "
-                         f"step={step}, warmup_steps={warmup_steps}, decay_steps={decay_steps}")
-    if step < warmup_steps:
-        return max_lr * step / warmup_steps
-    if step >= decay_steps:
-        return min_lr
-    ratio = (step - warmup_steps) / (decay_steps - warmup_steps)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (max_lr - min_lr)
-
-
-def noam(step, d_model, warmup_steps, factor=1.0):
-    """The schedule of "Attention Is All You Need": linear growth for `warmup_steps`, then ∝ 1/√step.
-
-        lr = factor · d_model^−½ · min(step^−½, step · warmup_steps^−1.5)
-
-    Steps count from 1; step 0 is treated as step 1 (step^−½ would divide by zero), so a scheduler
-    that starts at step 0 uses the step-1 value twice. The peak, at step = warmup_steps, is
-    factor · d_model^−½ · warmup_steps^−½.
-    """
-    if warmup_steps <= 0 or d_model <= 0:
-        raise ValueError(f"noam: d_model and warmup_steps must be > 0, got {d_model} and {warmup_steps}")
-    step = max(step, 1)
-    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
-
-
-class LRScheduler:
-    """Base class: sets `lr` of every parameter group of `optimizer` from the step count.
-
-    Call `step()` once per optimizer step, after `optimizer.step()`. Creating the scheduler already
-    applies the learning rate of step 0 (as in PyTorch). `base_lrs` holds each group's lr at
-    construction; `last_lr` the rates set most recently; `last_step` the step they belong to.
-    Subclasses implement `get_lr()`: the list of rates for `self.last_step`.
-    """
-
-    def __init__(self, optimizer):
-        self.optimizer = optimizer
-        self.base_lrs = [group["lr"] for group in optimizer.param_groups]
-        self.last_step = -1
-        self.step()
-
-    def get_lr(self):
-        raise NotImplementedError
-
-    @replayed_as_a_call
-    def step(self):
-        """Advance one step and write the new rates into the optimizer's groups."""
-        self.last_step += 1
-        self.last_lr = [float(lr) for lr in self.get_lr()]
-        for group, lr in zip(self.optimizer.param_groups, self.last_lr):
-            group["lr"] = lr
-
-    def state_dict(self):
-        """{"last_step": int, "base_lrs": [...], "last_lr": [...]} (a LambdaLR's function is not saved)."""
-        return {"last_step": self.last_step, "base_lrs": list(self.base_lrs), "last_lr": list(self.last_lr)}
-
-    def load_state_dict(self, state_dict):
-        """Restore the step count and rates, and write the rates back into the optimizer's groups."""
-        if len(state_dict["base_lrs"]) != len(self.optimizer.param_groups):
-            raise ValueError(f"{type(self).__name__}.load_state_dict: the state dict has "
-                             f"{len(state_dict['base_lrs'])} learning rates, the optimizer has "
-                             f"{len(self.optimizer.param_groups)} parameter groups")
-        self.last_step = int(state_dict["last_step"])
-        self.base_lrs = [float(lr) for lr in state_dict["base_lrs"]]
-        self.last_lr = [float(lr) for lr in state_dict["last_lr"]]
-        for group, lr in zip(self.optimizer.param_groups, self.last_lr):
-            group["lr"] = lr
-
-
-class LambdaLR(LRScheduler):
-    """lr = base_lr · lr_lambda(step), for each group (`lr_lambda` may be a list, one per group)."""
-
-    def __init__(self, optimizer, lr_lambda):
-        n = len(optimizer.param_groups)
-        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
-        if len(self.lr_lambdas) != n:
-            raise ValueError(f"LambdaLR: got {len(self.lr_lambdas)} functions for {n} parameter groups")
-        super().__init__(optimizer)
-
-    def get_lr(self):
-        return [base * f(self.last_step) for base, f in zip(self.base_lrs, self.lr_lambdas)]
-
-
-class WarmupCosineLR(LRScheduler):
-    """`cosine_with_warmup` for each group, with max_lr = the group's lr at construction.
-    `min_lr` is one number, or a list with one per group."""
-
-    def __init__(self, optimizer, warmup_steps, decay_steps, min_lr):
-        n = len(optimizer.param_groups)
-        self.min_lrs = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr] * n
-        if len(self.min_lrs) != n:
-            raise ValueError(f"WarmupCosineLR: got {len(self.min_lrs)} min_lr values for {n} parameter groups")
-        cosine_with_warmup(0, 1.0, 0.0, warmup_steps, decay_steps)  # checks the arguments
-        self.warmup_steps, self.decay_steps = warmup_steps, decay_steps
-        super().__init__(optimizer)
-
-    def get_lr(self):
-        return [cosine_with_warmup(self.last_step, base, low, self.warmup_steps, self.decay_steps)
-                for base, low in zip(self.base_lrs, self.min_lrs)]
-
-
-class NoamLR(LRScheduler):
-    """`noam(step, d_model, warmup_steps, factor)` for every group (the groups' own lr is ignored)."""
-
-    def __init__(self, optimizer, d_model, warmup_steps, factor=1.0):
-        noam(1, d_model, warmup_steps, factor)  # checks the arguments
-        self.d_model, self.warmup_steps, self.factor = d_model, warmup_steps, factor
-        super().__init__(optimizer)
-
-    def get_lr(self):
-        return [noam(self.last_step, self.d_model, self.warmup_steps, self.factor)] * len(self.base_lrs)
