@@ -15,26 +15,48 @@ from .creation import (
     as_tensor,
     cat,
     dropout,
+    einsum,
     embedding,
+    empty,
+    empty_like,
     eye,
+    finfo,
     from_numpy,
     full,
     full_like,
+    hstack,
+    iinfo,
+    is_tensor,
     linspace,
     matmul,
+    meshgrid,
     ones,
     ones_like,
     rand,
+    rand_like,
+    randint_like,
     randn,
+    randn_like,
+    repeat_interleave,
     stack,
     tensor,
+    vstack,
     where,
     zeros,
     zeros_like,
 )
 from .devices import device, get_default_device, set_default_device
 from .explain import explain_backward
-from .grad_mode import AnomalyError, detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad
+from .grad_mode import (
+    AnomalyError,
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
 from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
 from .opcheck import find_bad_backward
@@ -70,6 +92,14 @@ del _name
 from .creation import multinomial, randint, randperm, std_mean, var_mean  # noqa: E402
 
 for _name in "all any isclose allclose histc histogram log10 log1p expm1 sort argsort".split():
+    globals()[_name] = _method(_name)
+del _name
+
+# the course API's functions that are methods too (`torch.mm(a, b)` is `a.mm(b)`, ...)
+for _name in (
+    "gt lt ge le eq ne t index_select amax amin norm ceil square reciprocal mm bmm outer dot unflatten narrow "
+    "roll diag nonzero count_nonzero isinf nan_to_num"
+).split():
     globals()[_name] = _method(_name)
 del _name
 

@@ -1,8 +1,10 @@
 """The functions that make tensors, as in PyTorch: from data (`tensor`, `as_tensor`), from a shape
-(`zeros`, `ones`, `full`, `eye`, `arange`, `linspace`), at random (`randn`, `rand`, `randint`,
-`randperm`, `multinomial`, each with `generator=`), like another tensor (`zeros_like`, `ones_like`,
-`full_like`), from a numpy array without a copy (`from_numpy`), and from other tensors (`matmul`,
-`cat`, `stack`, `where`, `dropout`, `embedding`, `var_mean`, `std_mean`).
+(`zeros`, `ones`, `full`, `empty`, `eye`, `arange`, `linspace`), at random (`randn`, `rand`,
+`randint`, `randperm`, `multinomial`, each with `generator=`), like another tensor (`zeros_like`,
+`ones_like`, `full_like`, `empty_like`, `rand_like`, `randn_like`, `randint_like`), from a numpy
+array without a copy (`from_numpy`), and from other tensors (`matmul`, `einsum`, `cat`, `stack`,
+`hstack`, `vstack`, `meshgrid`, `where`, `repeat_interleave`, `dropout`, `embedding`, `var_mean`,
+`std_mean`); and the limits of each dtype (`finfo`, `iinfo`).
 
 Each creation function takes PyTorch's `device=` too; the only device is the CPU (see devices.py).
 
@@ -95,11 +97,76 @@ def _spread_and_mean(op, spread, x, dim, unbiased, keepdim, correction, ddof, ax
     return value, x.mean(axis=dim, keepdims=keepdim)
 
 
-def where(condition, a, b):
-    """Elementwise `a` where `condition` is True, else `b` (all three broadcast)."""
+def where(condition, a=None, b=None):
+    """Elementwise `a` where `condition` is True, else `b` (all three broadcast). With the condition
+    alone, the positions where it is True, one 1-D tensor per dim (`nonzero(as_tuple=True)`)."""
+    if a is None and b is None:
+        return as_tensor(condition).nonzero(as_tuple=True)
+    if a is None or b is None:
+        raise TypeError("where: expected where(condition, input, other), or where(condition) alone")
     condition = np.asarray(condition, dtype=bool)
     a, b = _operands(a, b, "where")
     return ops.Where.apply(a, b, condition=condition)
+
+
+def hstack(tensors):
+    """Join tensors side by side: along dim 0 if they are 1-D (0-D ones count as 1-D), else along dim 1."""
+    tensors = [t.reshape(1) if t.ndim == 0 else t for t in (as_tensor(t) for t in tensors)]
+    return cat(tensors, dim=0 if tensors and tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Join tensors one above the other, along dim 0; 1-D ones (n,) count as rows (1, n), 0-D ones as (1, 1)."""
+    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in (as_tensor(t) for t in tensors)], dim=0)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D tensors (0-D ones count as 1-D) of sizes n1, n2, ...: one tensor per
+    input, each of shape (n1, n2, ...), holding input i's values along dim i and copies along the
+    others. indexing="xy" swaps the first two dims, (n2, n1, ...), as numpy's default and plotting
+    code expect. (PyTorch's default is "ij" too, with a warning to pass it.) The grids are expanded
+    views: the gradient of each adds up its copies."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    tensors = [as_tensor(t) for t in tensors]
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if not tensors:
+        raise ValueError("meshgrid: expects at least one tensor")
+    for t in tensors:
+        if t.ndim > 1:
+            raise ValueError(f"meshgrid: expects 0-D or 1-D tensors, got shapes {[t.shape for t in tensors]}")
+    if len({t.dtype for t in tensors}) > 1:
+        raise TypeError(f"meshgrid: expects tensors of one dtype, got {[str(t.dtype) for t in tensors]}")
+    axes = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:
+        axes[0], axes[1] = 1, 0
+    shape = [0] * len(tensors)
+    for t, axis in zip(tensors, axes):
+        shape[axis] = t.numel()
+    grids = []
+    for t, axis in zip(tensors, axes):
+        along = [1] * len(shape)
+        along[axis] = shape[axis]
+        grids.append(t.reshape(along).expand(shape))
+    return tuple(grids)
+
+
+def einsum(equation, *operands):
+    """Einstein summation, as `torch.einsum`: `einsum("ij,jk->ik", a, b)` is a @ b; a letter in the
+    inputs but not after "->" is summed over. The operands may also come as one list. Without
+    "->", the output is every letter that appears once, in alphabetical order. Differentiable in every
+    operand. Not supported: "..." (write out the letters) and a letter twice in one operand
+    (diagonals and traces: use diag or a mask)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    operands = [as_tensor(x) for x in operands]
+    inputs, output = ops.parse_einsum(equation, [x.shape for x in operands])
+    ops.same_float_dtype("einsum", [(f"operand {i}", x) for i, x in enumerate(operands)])
+    floats = [x.dtype for x in operands if x.dtype.kind == "f"]
+    if floats:  # integer operands meeting a float one take its dtype (numpy would make float64)
+        operands = [x if x.dtype.kind == "f" else x.to(floats[0]) for x in operands]
+    return ops.Einsum.apply(*operands, inputs=inputs, output=output)
 
 
 def dropout(x, p=0.5, training=True, *, generator=None):
@@ -140,6 +207,19 @@ def ones(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
 def full(shape, value, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
     check_device(device, "full")
     return Tensor(np.full(_shape((shape,)), value, dtype=dtype), requires_grad=requires_grad)
+
+
+def empty(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    """A new tensor of `shape`. PyTorch leaves its values unset (whatever was in memory), for code that
+    writes every element before reading any; minigrad fills it with zeros, but never count on that."""
+    check_device(device, "empty")
+    return Tensor(np.zeros(_size("empty", shape, None), dtype=dtype), requires_grad=requires_grad)
+
+
+def empty_like(t, dtype=None, requires_grad=False, device=None):
+    """A new tensor of t's shape (and dtype, unless given); zeros here, unset values in PyTorch (see empty)."""
+    check_device(device, "empty_like")
+    return Tensor(np.zeros_like(np.asarray(t), dtype=dtype), requires_grad=requires_grad)
 
 
 def zeros_like(t, dtype=None, requires_grad=False, device=None):
@@ -196,6 +276,38 @@ def rand(*shape, size=None, generator=None, dtype=DEFAULT_FLOAT, requires_grad=F
     """Uniform samples in [0, 1), from `generator` or the default one (see `randn`)."""
     check_device(device, "rand")
     return Tensor(rng(generator).random(_size("rand", shape, size)).astype(dtype), requires_grad=requires_grad)
+
+
+def rand_like(input, *, dtype=None, requires_grad=False, device=None, generator=None):
+    """Uniform samples in [0, 1) of input's shape and (float) dtype, unless `dtype` is given (see rand)."""
+    dtype = _float_dtype("rand_like", input, dtype)
+    return rand(*input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def randn_like(input, *, dtype=None, requires_grad=False, device=None, generator=None):
+    """Standard normal samples of input's shape and (float) dtype, unless `dtype` is given (see randn)."""
+    dtype = _float_dtype("randn_like", input, dtype)
+    return randn(*input.shape, generator=generator, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def randint_like(input, low=None, high=None, *, dtype=None, requires_grad=False, device=None, generator=None):
+    """Integers drawn from low, ..., high - 1, of input's shape and dtype (a float input gives floats
+    holding integers, as in PyTorch) unless `dtype` is given: `randint_like(x, 10)` or
+    `randint_like(x, 2, 10)`, as randint."""
+    if low is None and high is None:
+        raise TypeError("randint_like: missing high; write randint_like(input, high) or randint_like(input, low, high)")
+    if high is None:
+        low, high = 0, low
+    low = 0 if low is None else low
+    return randint(low, high, tuple(input.shape), generator=generator,
+                   dtype=input.dtype if dtype is None else dtype, requires_grad=requires_grad, device=device)
+
+
+def _float_dtype(op, input, dtype):
+    dtype = np.dtype(input.dtype if dtype is None else dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"{op}: random floats need a float dtype, got {dtype} (give dtype=, e.g. minigrad.float32)")
+    return dtype
 
 
 def randint(*args, low=None, high=None, size=None, generator=None, dtype=np.int64, requires_grad=False,
@@ -293,3 +405,57 @@ def _size(op, shape, size):
     if any(not isinstance(n, numbers.Integral) or n < 0 for n in shape):
         raise ValueError(f"{op}: a shape is integers >= 0, got {shape}")
     return tuple(int(n) for n in shape)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """`input.repeat_interleave(repeats, dim)` (see Tensor.repeat_interleave). With the counts alone,
+    `repeat_interleave(counts)`: each position i repeated counts[i] times, [2, 1] -> [0, 0, 1]."""
+    if repeats is None:
+        counts = as_tensor(input)
+        return arange(counts.numel()).repeat_interleave(counts, output_size=output_size)
+    return as_tensor(input).repeat_interleave(repeats, dim, output_size=output_size)
+
+
+def is_tensor(obj):
+    """Whether `obj` is a minigrad Tensor."""
+    return isinstance(obj, Tensor)
+
+
+# ---------------------------------------------------------------------- the limits of each dtype
+class finfo:
+    """The limits of a float dtype (float32 by default), as `torch.finfo`: `eps` (the gap between 1 and
+    the next float), `max`, `min` (the most negative), `tiny` (the smallest positive normal number,
+    also called `smallest_normal`), `resolution` (10^-digits) and `bits`, as Python numbers."""
+
+    def __init__(self, type=None):
+        info = _info("finfo", np.finfo, DEFAULT_FLOAT if type is None else type, "fc", "iinfo")
+        self.bits, self.dtype = info.bits, info.dtype.name
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny)
+        self.resolution = 10.0 ** -info.precision  # (as a Python float: 0.001 for float16, not 0.0010004)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
+                f"tiny={self.tiny}, dtype={self.dtype})")
+
+
+class iinfo:
+    """The limits of an integer dtype, as `torch.iinfo`: `max`, `min` and `bits`, as Python ints."""
+
+    def __init__(self, type):
+        info = _info("iinfo", np.iinfo, type, "iu", "finfo")
+        self.bits, self.dtype, self.max, self.min = info.bits, info.dtype.name, int(info.max), int(info.min)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def _info(op, numpy_info, type, kinds, other):
+    try:
+        dtype = np.dtype(type.dtype if isinstance(type, Tensor) else type)
+    except TypeError:
+        raise TypeError(f"{op}: expected a dtype (such as minigrad.float32), got {type!r}") from None
+    if dtype.kind not in kinds:
+        hint = f"; use minigrad.{other} for it" if dtype.kind in "fciu" else ""
+        raise TypeError(f"{op}: {dtype} is not {'an integer' if op == 'iinfo' else 'a float'} dtype{hint}")
+    return numpy_info(dtype)

@@ -1,7 +1,7 @@
 """Grad mode and anomaly mode: two switches that every op reads, each per thread.
 
     with minigrad.no_grad():           # ops record no graph (inference, optimizer steps)
-        ...
+        ...                            # (also: set_grad_enabled(mode), inference_mode())
     with minigrad.detect_anomaly():    # the first op that makes NaN or Inf raises AnomalyError
         ...
 
@@ -76,6 +76,60 @@ def enable_grad():
     """Context manager and decorator: turn graph recording back on inside a `no_grad` block
     (of the current thread only, as `no_grad`)."""
     return _GradMode(True)
+
+
+class set_grad_enabled(_GradMode):
+    """Turn graph recording on (mode=True) or off for the current thread, as PyTorch's:
+
+        minigrad.set_grad_enabled(False)       # a call: off from here on (until switched back)
+        with minigrad.set_grad_enabled(False):  # a block: off inside, back to what it was after
+            ...
+        @minigrad.set_grad_enabled(False)      # a decorator: off inside each call of the function
+        def evaluate(...): ...
+
+    The call switches at once (so the plain call works); a `with` block then restores the mode
+    from before the call, and a decorator restores it at once (the switch belongs to the calls)."""
+
+    def __init__(self, mode):
+        super().__init__(bool(mode))
+        self.before = _modes.grad_enabled  # what the call switched away from, given back once
+        _modes.grad_enabled = self.on
+
+    def __enter__(self):
+        before, self.before = self.before, None
+        self.previous.append(_modes.grad_enabled if before is None else before)
+        _modes.grad_enabled = self.on
+        return self
+
+    def __call__(self, fn):
+        if self.before is not None:  # a decorator: undo the switch of the call that made it
+            _modes.grad_enabled, self.before = self.before, None
+        return super().__call__(fn)
+
+
+class inference_mode(_GradMode):
+    """`with minigrad.inference_mode():` (or as a decorator, with or without the parentheses) is
+    `no_grad()` here: PyTorch's inference mode also skips the bookkeeping of the tensors made
+    inside, which minigrad does not have. inference_mode(False) turns graph recording on (as it
+    does in PyTorch, even inside no_grad)."""
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # @inference_mode, without parentheses
+            return cls(True)(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        super().__init__(not mode)
+
+    def __call__(self, fn):
+        mode = not self.on
+
+        @functools.wraps(fn)
+        def switched(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+
+        return switched
 
 
 # ----------------------------------------------------------------------------- anomaly mode

@@ -612,6 +612,22 @@ class ELU(Function):
         return g * np.where(a > 0, 1, ctx.alpha * np.exp(np.minimum(a, 0)))
 
 
+class NanToNum(Function):
+    """NaN, +inf and -inf replaced by the numbers `nan`, `posinf` and `neginf` (None: the largest and
+    the smallest finite number of the dtype), as numpy's and PyTorch's nan_to_num."""
+
+    @staticmethod
+    def forward(ctx, a, nan=0.0, posinf=None, neginf=None):
+        ctx.finite = np.isfinite(a)
+        return np.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+    rule = "finite elements pass unchanged: da = g there; the replaced ones are constants: da = 0"
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.where(ctx.finite, g, np.zeros((), dtype=g.dtype))
+
+
 class Sign(Function):
     @staticmethod
     def forward(ctx, a):
@@ -628,6 +644,18 @@ class Floor(Function):
     @staticmethod
     def forward(ctx, a):
         return np.floor(a) if a.dtype.kind == "f" else a.copy()  # an integer is its own floor
+
+    rule = "a step function: derivative 0 between the steps (taken as 0 at them)"
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)
+
+
+class Ceil(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return np.ceil(a) if a.dtype.kind == "f" else a.copy()  # an integer is its own ceiling
 
     rule = "a step function: derivative 0 between the steps (taken as 0 at them)"
 
@@ -757,8 +785,8 @@ class Var(Function):
 
 class Max(Function):
     @staticmethod
-    def forward(ctx, a, axis=None, keepdims=False, largest=True):
-        name = "max" if largest else "min"
+    def forward(ctx, a, axis=None, keepdims=False, largest=True, op=None):
+        name = op or ("max" if largest else "min")
         ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, name)
         empty = [i for i in ctx.axes if a.shape[i] == 0]
         if empty:  # (an empty axis that is not reduced is fine: no rows, no results)
@@ -775,6 +803,71 @@ class Max(Function):
         a, y = ctx.saved_tensors
         winners = a == y
         return _expand_reduced(g, ctx.shape, ctx.axes) * winners / winners.sum(axis=ctx.axes, keepdims=True)
+
+
+class IndexedMax(Function):
+    """PyTorch's max(dim) and min(dim): the largest (smallest) value along `axis`, taken at the first
+    position that holds it (the index that argmax gives), so that only that element gets a gradient."""
+
+    @staticmethod
+    def forward(ctx, a, axis, keepdims=False, largest=True):
+        if a.shape[axis] == 0:
+            raise ValueError(f"{'max' if largest else 'min'}: axis {axis} of the tensor of shape {a.shape} is empty: "
+                             f"there is no {'largest' if largest else 'smallest'} value to take")
+        ctx.shape, ctx.axis = a.shape, axis
+        ctx.index = (np.argmax if largest else np.argmin)(a, axis=axis, keepdims=True)
+        y = np.take_along_axis(a, ctx.index, axis)
+        return y if keepdims else y.squeeze(axis)
+
+    rule = "only the element picked moves the result (ties: the first one): da = g there, 0 elsewhere"
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        np.put_along_axis(grad, ctx.index, g.reshape(ctx.index.shape), ctx.axis)
+        return grad
+
+
+class Norm(Function):
+    """The vector p-norm over `axis`: (sum |a_i|^p)^(1/p); p = inf is the largest |a_i|, -inf the
+    smallest (PyTorch's `linalg.vector_norm`, which `Tensor.norm` calls for a number p and 'fro')."""
+
+    @staticmethod
+    def forward(ctx, a, p=2, axis=None, keepdims=False):
+        ctx.shape, ctx.axes, ctx.p = a.shape, _normalize_axes(axis, a.shape, "norm"), p
+        size = np.abs(a)
+        if math.isinf(p):
+            empty = [i for i in ctx.axes if a.shape[i] == 0]
+            if empty:
+                raise ValueError(f"norm: axis {empty[0]} of the tensor of shape {a.shape} is empty: p={p} takes "
+                                 f"the {'largest' if p > 0 else 'smallest'} |value|, and there is none")
+            n = (np.max if p > 0 else np.min)(size, axis=ctx.axes, keepdims=True)
+        elif p == 1:
+            n = np.sum(size, axis=ctx.axes, keepdims=True)
+        elif p == 2:
+            n = np.sqrt(np.sum(size * size, axis=ctx.axes, keepdims=True))
+        else:
+            n = np.power(np.sum(np.power(size, p), axis=ctx.axes, keepdims=True), 1 / p)
+        n = _in_dtype_of(a, n)
+        ctx.save_for_backward(a, n)
+        return n if keepdims else n.reshape([k for i, k in enumerate(a.shape) if i not in ctx.axes])
+
+    rule = ("d|a|_p/da_i = sign(a_i) (|a_i| / |a|_p)^(p-1): a_i / |a| for p = 2, sign(a_i) for p = 1; "
+            "p = +-inf: sign(a_i) at the extreme |a_i| (ties share it evenly); 0 where |a|_p = 0")
+
+    @staticmethod
+    def backward(ctx, g):
+        a, n = ctx.saved_tensors
+        g, p = _expand_reduced(g, ctx.shape, ctx.axes), ctx.p
+        if math.isinf(p):  # as max: only the extreme elements move the norm, equal ones share
+            winners = np.abs(a) == n
+            return g * np.sign(a) * winners / winners.sum(axis=ctx.axes, keepdims=True)
+        if p == 1:
+            return g * np.sign(a)
+        # |a_i| / |a|_p is in [0, 1], so its power p - 1 >= 0 is finite; the zero vector (|a|_p = 0)
+        # has no direction: 0 there, as PyTorch (not 0/0)
+        ratio = np.abs(a) / np.where(n > 0, n, 1)
+        return g * np.sign(a) * (ratio if p == 2 else np.power(ratio, p - 1))
 
 
 class LogSumExp(Function):
@@ -1123,6 +1216,43 @@ class Triangle(Function):
         return (np.tril if ctx.lower else np.triu)(g, ctx.k)
 
 
+def _diagonal(shape, k):
+    """The (rows, columns) positions of diagonal k of a matrix of `shape` (k > 0: above the main one)."""
+    n = max(0, min(shape[0] + min(k, 0), shape[1] - max(k, 0)))
+    i = np.arange(n)
+    return i - min(k, 0), i + max(k, 0)
+
+
+class Diag(Function):
+    """PyTorch's diag: a 1-D input becomes the square matrix with it on diagonal k (0 elsewhere); a
+    2-D input gives its diagonal k, as a 1-D copy."""
+
+    @staticmethod
+    def forward(ctx, a, k=0):
+        if a.ndim not in (1, 2):
+            raise ValueError(f"diag: expected a 1-D tensor (to put on a diagonal) or a 2-D one (to read a diagonal "
+                             f"of), got shape {a.shape}")
+        ctx.shape = a.shape
+        if a.ndim == 2:
+            ctx.where = _diagonal(a.shape, k)
+            return a[ctx.where]
+        side = a.shape[0] + abs(k)
+        ctx.where = _diagonal((side, side), k)
+        out = np.zeros((side, side), dtype=a.dtype)
+        out[ctx.where] = a
+        return out
+
+    rule = "diag moves values between a vector and a diagonal: the gradient moves back (0 off the diagonal)"
+
+    @staticmethod
+    def backward(ctx, g):
+        if len(ctx.shape) == 1:
+            return g[ctx.where]
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        grad[ctx.where] = g
+        return grad
+
+
 def _index_grid(op, a_shape, index, dim, what="input"):
     """The numpy index that picks a[i_0, ..., index[i], ..., i_n] for every position i of `index`
     (PyTorch's gather/scatter rule along `dim`), after checking `index` against `a_shape`."""
@@ -1206,6 +1336,23 @@ class Flip(Function):
         return np.flip(g, ctx.dims)
 
 
+class Roll(Function):
+    """The elements shifted by `shifts` places along `dims`, those pushed off the end coming back at
+    the start (numpy's roll; dims=None: over the flattened tensor, then back to its shape)."""
+
+    @staticmethod
+    def forward(ctx, a, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        return np.roll(a, shifts, dims)
+
+    rule = "rolling moves values: the gradient is rolled back, by -shifts"
+
+    @staticmethod
+    def backward(ctx, g):
+        back = tuple(-s for s in ctx.shifts) if isinstance(ctx.shifts, tuple) else -ctx.shifts
+        return np.roll(g, back, ctx.dims)
+
+
 class Repeat(Function):
     """PyTorch's repeat (numpy's tile): `sizes[d]` copies of the tensor along axis d, one after the
     other; extra leading sizes add new axes in front."""
@@ -1287,6 +1434,79 @@ class MatMul(Function):
         if ctx.needs_input_grad[1]:
             db = _mm(np.broadcast_to(a, batch + a.shape[-2:]).swapaxes(-1, -2), g)
         return da, db
+
+
+def parse_einsum(equation, shapes):
+    """The letters of each operand and of the result of an einsum `equation` on operands of `shapes`,
+    checked: (["ij", "jk"], "ik") for "ij,jk->ik". Without "->", the result is every letter that
+    appears once, in alphabetical order (PyTorch's and numpy's rule)."""
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum: the equation comes first, as a string such as 'ij,jk->ik', got {equation!r}")
+    lhs, arrow, output = equation.replace(" ", "").partition("->")
+    inputs = lhs.split(",")
+    if "." in equation:
+        raise ValueError(f"einsum: '...' (in {equation!r}) is not supported; write out a letter for each dim")
+    if not all(c.isascii() and c.isalpha() for c in lhs.replace(",", "") + output):
+        raise ValueError(f"einsum: the equation {equation!r} may hold only letters, ',' and '->'")
+    if len(inputs) != len(shapes):
+        raise ValueError(f"einsum: the equation {equation!r} names {len(inputs)} operands, but got {len(shapes)}")
+    if not arrow:
+        output = "".join(sorted(c for c in set(lhs) if c != "," and lhs.count(c) == 1))
+    sizes = {}
+    for i, (letters, shape) in enumerate(zip(inputs, shapes)):
+        if len(letters) != len(shape):
+            raise ValueError(f"einsum: operand {i} has shape {shape} ({len(shape)} dims), but its letters "
+                             f"{letters!r} name {len(letters)} (equation {equation!r})")
+        if len(set(letters)) != len(letters):
+            raise ValueError(f"einsum: operand {i}'s letters {letters!r} repeat a letter (a diagonal or a trace), "
+                             "which is not supported; take the diagonal first with diag(), or multiply by eye()")
+        for c, n in zip(letters, shape):
+            if sizes.setdefault(c, n) != n and 1 not in (n, sizes[c]):
+                raise ValueError(f"einsum: letter {c!r} has size {sizes[c]} in one operand and {n} in operand {i} "
+                                 f"(shapes {[tuple(s) for s in shapes]}, equation {equation!r}); expected equal "
+                                 "sizes, or 1")
+            sizes[c] = n if sizes[c] == 1 else sizes[c]
+    if len(set(output)) != len(output) or any(c not in sizes for c in output):
+        raise ValueError(f"einsum: the result's letters {output!r} must be distinct letters of the operands "
+                         f"(equation {equation!r})")
+    return inputs, output
+
+
+class Einsum(Function):
+    """Einstein summation: the product of the operands at every combination of the letters, summed
+    over the letters missing from `output` (parse_einsum reads the equation). A letter of size 1 in
+    one operand broadcasts against the others."""
+
+    @staticmethod
+    def forward(ctx, *arrays, inputs, output):
+        sizes = {}
+        for letters, a in zip(inputs, arrays):
+            for c, n in zip(letters, a.shape):
+                sizes[c] = n if sizes.get(c, 1) == 1 else sizes[c]  # (a size of 1 broadcasts)
+        arrays = [np.broadcast_to(a, [sizes[c] for c in letters]) for letters, a in zip(inputs, arrays)]
+        ctx.inputs_letters, ctx.output = inputs, output
+        ctx.save_for_backward(*arrays)
+        return np.einsum(",".join(inputs) + "->" + output, *arrays, optimize=len(arrays) > 2)
+
+    rule = ("d out/d a_i = the product of the other operands: da_i = einsum of g with them, back to a_i's "
+            "letters (copied along a letter only a_i has, which the forward summed)")
+
+    @staticmethod
+    def backward(ctx, g):
+        arrays, grads = ctx.saved_tensors, []
+        for i, (letters, a) in enumerate(zip(ctx.inputs_letters, arrays)):
+            if not ctx.needs_input_grad[i]:
+                grads.append(None)
+                continue
+            others = [(ls, x) for j, (ls, x) in enumerate(zip(ctx.inputs_letters, arrays)) if j != i]
+            elsewhere = set(ctx.output).union(*(ls for ls, _ in others))
+            kept = "".join(c for c in letters if c in elsewhere)
+            d = np.einsum(",".join([ctx.output] + [ls for ls, _ in others]) + "->" + kept, g,
+                          *(x for _, x in others), optimize=len(others) > 1)
+            # a letter of a_i alone was summed over: each of its elements gets the same gradient
+            d = d.reshape([n if c in elsewhere else 1 for c, n in zip(letters, a.shape)])
+            grads.append(np.broadcast_to(d, a.shape))  # (the walk sums a broadcast operand's copies)
+        return tuple(grads)
 
 
 class Linear(Function):

@@ -374,6 +374,10 @@ class Tensor(TensorMath, TensorShape):
         index = _index_items(index)
         return self._update("__setitem__", lambda x, v: SetItem.apply(x, v, index=index), value)
 
+    def masked_fill_(self, mask, value):
+        """Write `value` where `mask` (bool, broadcastable to this shape) is True, in place (see masked_fill)."""
+        return self._update("masked_fill_", lambda x: x.masked_fill(mask, value))
+
     def clone(self):
         """A copy of the values in new memory, still in the graph (its gradient flows back to this tensor)."""
         return Clone.apply(self)
@@ -413,6 +417,39 @@ class Tensor(TensorMath, TensorShape):
 
     def long(self):
         return Tensor(self._data.astype(np.int64))
+
+    def type_as(self, other):
+        """This tensor in `other`'s dtype (itself if it already is)."""
+        return self.to(other.dtype)
+
+    # ------------------------------------------------------------------ new tensors like this one
+    # PyTorch's x.new_zeros(2, 3), ...: new tensors outside the graph, in this tensor's dtype (and
+    # device) unless dtype= says otherwise; their shape is given, not taken from x
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new("new_zeros", np.zeros, size, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return self._new("new_ones", np.ones, size, dtype, device, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """A new tensor of `size`; its values are zeros here (PyTorch leaves them unset: never read them)."""
+        return self._new("new_empty", np.zeros, size, dtype, device, requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        return self._new("new_full", lambda shape, dtype: np.full(shape, fill_value, dtype=dtype), (size,), dtype,
+                         device, requires_grad)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new tensor holding a copy of `data`, in this tensor's dtype unless `dtype` is given."""
+        devices.check_device(device, "new_tensor")
+        return Tensor(data, dtype=self.dtype if dtype is None else dtype, requires_grad=requires_grad)
+
+    def _new(self, op, make, size, dtype, device, requires_grad):
+        devices.check_device(device, op)
+        shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], numbers.Integral) else tuple(size)
+        if any(not isinstance(n, numbers.Integral) or n < 0 for n in shape):
+            raise ValueError(f"{op}: a shape is integers >= 0, got {shape}")
+        return Tensor(make(shape, dtype=self.dtype if dtype is None else dtype), requires_grad=requires_grad)
 
     # ------------------------------------------------------------------ arithmetic
     def __add__(self, other):
@@ -492,6 +529,49 @@ class Tensor(TensorMath, TensorShape):
             out = out.reshape(out.shape[:-1])
         return out
 
+    def mm(self, mat2):
+        """The product of two matrices (exactly 2-D each: no broadcasting, unlike matmul)."""
+        return self._product("mm", mat2, 2, "2-D (matrices)")
+
+    def bmm(self, mat2):
+        """The products of two batches of matrices, (b, n, m) @ (b, m, p) -> (b, n, p): exactly 3-D
+        each, with the same b (no broadcasting, unlike matmul)."""
+        return self._product("bmm", mat2, 3, "3-D (batches of matrices)")
+
+    def _product(self, op, other, ndim, what):
+        a, b = _operands(self, other, "matmul")
+        if a.ndim != ndim or b.ndim != ndim:
+            raise ValueError(f"{op}: expected two {what} tensors, got shapes {a.shape} and {b.shape}")
+        if ndim == 3 and a.shape[0] != b.shape[0]:
+            raise ValueError(f"{op}: the batch sizes differ: {a.shape} and {b.shape} ({a.shape[0]} != {b.shape[0]})")
+        if a.shape[-1] != b.shape[-2]:
+            raise ValueError(f"{op}: inner dimensions differ: {a.shape} @ {b.shape} ({a.shape[-1]} != {b.shape[-2]})")
+        ops.same_float_dtype(op, [("self", a), ("mat2", b)])
+        return a.matmul(b)
+
+    def dot(self, other):
+        """The dot product of two 1-D tensors of the same length and dtype: sum(x * y), a 0-D tensor."""
+        a, b = _operands(self, other, "matmul")
+        if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
+            raise ValueError(f"dot: expected two 1-D tensors of the same length, got shapes {a.shape} and {b.shape}")
+        if a.dtype != b.dtype:
+            raise TypeError(f"dot: expected both tensors to have the same dtype, got {a.dtype} and {b.dtype} (as "
+                            "PyTorch); convert one with .to(other.dtype)")
+        return a.matmul(b)
+
+    def outer(self, vec2):
+        """The outer product of two 1-D tensors: out[i, j] = x[i] * y[j]."""
+        if self.ndim != 1 or getattr(vec2, "ndim", None) != 1:
+            raise ValueError(f"outer: expected two 1-D tensors, got shapes {self.shape} and "
+                             f"{getattr(vec2, 'shape', type(vec2).__name__)}")
+        return self.reshape(-1, 1) * vec2.reshape(1, -1)
+
+    def where(self, condition, other):
+        """This tensor where `condition` is True, `other` elsewhere: `torch.where(condition, self, other)`."""
+        from .creation import where  # (creation.py imports this module)
+
+        return where(condition, self, other)
+
     def maximum(self, other):
         return ops.Maximum.apply(*_operands(self, other, "maximum"))
 
@@ -518,6 +598,7 @@ class Tensor(TensorMath, TensorShape):
     __ge__ = lambda self, other: self._compare(other, np.greater_equal)  # noqa: E731
     __eq__ = lambda self, other: self._compare(other, np.equal)  # noqa: E731
     __ne__ = lambda self, other: self._compare(other, np.not_equal)  # noqa: E731
+    lt, le, gt, ge, eq, ne = __lt__, __le__, __gt__, __ge__, __eq__, __ne__  # PyTorch's names: x.gt(0) is x > 0
 
     def __invert__(self):
         if self.dtype != np.bool_:

@@ -1,9 +1,11 @@
 """TensorMath: the Tensor methods that compute values element by element (exp, tanh, gelu, floor,
-isnan, ...), those that reduce, sort or normalize along axes (sum, var, prod, logsumexp, cumsum,
-topk, sort, softmax, ...), the tests and counts outside the graph (all, any, isclose, histogram,
-histc) and the random ones (multinomial, normal_, uniform_).
+ceil, square, nan_to_num, isnan, isinf, ...), those that reduce, sort or normalize along axes (sum,
+var, prod, amax, norm, logsumexp, cumsum, topk, sort, softmax, ...), the tests and counts outside
+the graph (all, any, isclose, nonzero, count_nonzero, histogram, histc) and the random ones
+(multinomial, normal_, uniform_).
 
-`Tensor` (tensor.py) inherits them; each calls one op of ops.py. The binary ops and the methods
+`Tensor` (tensor.py) inherits them; each calls one op of ops.py (or is a few Tensor operations:
+square is x * x). The binary ops and the methods
 that meet a Python number (+, *, **, maximum, clip, ...) live in tensor.py, with the dtype rules
 for operands.
 """
@@ -111,12 +113,31 @@ class TensorMath:
         """1 / sqrt(x)."""
         return ops.Rsqrt.apply(self)
 
+    def square(self):
+        """x * x (an integer tensor stays integer, as in PyTorch)."""
+        return self * self
+
+    def reciprocal(self):
+        """1 / x (integers give float32, as in PyTorch)."""
+        return 1 / self
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        """A copy with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (by default the
+        largest and the smallest finite number of the dtype). The gradient flows to the finite
+        elements only, as in PyTorch: the others were replaced by constants."""
+        if self._data.dtype.kind != "f":
+            return self.clone()  # (integers are all finite)
+        return ops.NanToNum.apply(self, nan=nan, posinf=posinf, neginf=neginf)
+
     # piecewise constant: their gradient is 0 (as in PyTorch)
     def sign(self):
         return ops.Sign.apply(self)
 
     def floor(self):
         return ops.Floor.apply(self)
+
+    def ceil(self):
+        return ops.Ceil.apply(self)
 
     def round(self, decimals=0):
         """Round to `decimals` places; halves go to the even neighbour (round(2.5) = 2), as PyTorch."""
@@ -128,6 +149,10 @@ class TensorMath:
 
     def isfinite(self):
         return self._from_op(np.isfinite(self._data), False)
+
+    def isinf(self):
+        """True at +inf and -inf."""
+        return self._from_op(np.isinf(self._data), False)
 
     # ------------------------------------------------------------------ reductions
     # Each takes numpy's names axis= and keepdims=, or PyTorch's dim= and keepdim=.
@@ -203,13 +228,47 @@ class TensorMath:
         return ops.Max.apply(self, axis=axis, keepdims=keepdims, largest=False)
 
     def _max_with_indices(self, op, axis, keepdims, dim, keepdim, largest):
+        """PyTorch's max(dim): the gradient goes to the one element at the index of each row, even
+        where others tie with it (amax, and max without a dim or with numpy's axis=, share it evenly
+        among the ties)."""
         axis, keepdims = _pytorch_names(op, axis, keepdims, dim, keepdim)
         if not isinstance(axis, numbers.Integral):
             raise TypeError(f"{op}: dim must be one int (PyTorch's max(dim) returns values and indices), "
                             f"got {axis!r}; for several axes use axis=")
-        values = ops.Max.apply(self, axis=axis, keepdims=keepdims, largest=largest)
+        axis = _axis(axis, self.ndim, op, self.shape)
+        values = ops.IndexedMax.apply(self, axis=axis, keepdims=keepdims, largest=largest)
         indices = (self.argmax if largest else self.argmin)(axis=axis, keepdims=keepdims)
         return MaxMin(values, indices)
+
+    def amax(self, dim=(), keepdim=False):
+        """The largest value over `dim` (an int or a tuple; all dims by default), as `torch.amax`:
+        values only, and equal largest values share the gradient evenly (max(dim) gives it to one)."""
+        return ops.Max.apply(self, axis=_dims("amax", dim, self.shape), keepdims=keepdim, largest=True, op="amax")
+
+    def amin(self, dim=(), keepdim=False):
+        """The smallest value over `dim` (see amax)."""
+        return ops.Max.apply(self, axis=_dims("amin", dim, self.shape), keepdims=keepdim, largest=False, op="amin")
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        """The vector p-norm over `dim` (an int or a tuple; all elements by default), as
+        `torch.norm`: p = 2 or 'fro' sqrt(sum x^2), p = 1 sum |x|, p = inf max |x|, p = -inf min |x|,
+        any other p >= 1 (sum |x|^p)^(1/p). Its gradient at the zero vector is 0, as in PyTorch.
+        `dtype` converts the tensor first. (Matrix norms such as 'nuc' are not supported.)"""
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype.kind != "f":
+            raise TypeError(f"norm: expected a float tensor, got {x.dtype} (shape {x.shape}); convert it with "
+                            ".float()")
+        dims = _dims("norm", dim, x.shape) if dim is not None else None
+        if isinstance(p, str):
+            if p != "fro" or (dims is not None and len(dims) > 2):
+                raise ValueError(f"norm: p={p!r} over dims {dim!r} is a matrix norm, which is not supported; "
+                                 "expected p='fro' over at most 2 dims, or a number p")
+            p = 2
+        if p is None:
+            p = 2
+        if not isinstance(p, numbers.Real) or isinstance(p, bool) or not (p >= 1 or p == -np.inf):
+            raise ValueError(f"norm: p={p!r} is not supported; expected 'fro', 1, 2, inf, -inf or a number >= 1")
+        return ops.Norm.apply(x, p=float(p), axis=dims, keepdims=keepdim)
 
     def argmax(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         axis, keepdims = _pytorch_names("argmax", axis, keepdims, dim, keepdim)
@@ -324,6 +383,21 @@ class TensorMath:
         """Whether some element (along `dim`) is nonzero: a bool tensor (see `all`)."""
         return self._truth("any", np.any, dim, keepdim, axis, keepdims)
 
+    def count_nonzero(self, dim=None):
+        """How many elements (over `dim`, an int or a tuple; all by default) are not zero: int64."""
+        values = self.numpy()
+        axes = None if dim is None else ops._normalize_axes(dim, values.shape, "count_nonzero")
+        return self._from_op(np.asarray(np.count_nonzero(values, axis=axes), dtype=np.int64), False)
+
+    def nonzero(self, as_tuple=False):
+        """The positions of the nonzero elements, in row-major order: an int64 tensor (n, ndim), one
+        row per element; as_tuple=True: one 1-D tensor per dim (x[x.nonzero(as_tuple=True)] picks them)."""
+        values = self.numpy()
+        if as_tuple:  # (a 0-d tensor counts as 1-D, as in PyTorch)
+            positions = np.nonzero(values.reshape(values.shape or 1))
+            return tuple(self._from_op(i.astype(np.int64), False) for i in positions)
+        return self._from_op(np.argwhere(values).astype(np.int64), False)
+
     def _truth(self, op, fn, dim, keepdim, axis, keepdims):
         dim, keepdim = _pytorch_names(op, dim, keepdim, axis, keepdims)
         values = self.numpy()
@@ -417,6 +491,13 @@ class TensorMath:
             with np.errstate(invalid="ignore", divide="ignore"):
                 hist = hist / hist.sum() / np.diff(edges)
         return Histogram(self._from_op(hist, False), self._from_op(edges, False))
+
+
+def _dims(op, dim, shape):
+    """PyTorch's dim of amax, amin and norm (an int, a tuple or a list; () is every dim) as a tuple of
+    axes, checked against `shape`, for errors that name `op`."""
+    dim = tuple(dim) if isinstance(dim, (list, tuple)) else dim
+    return ops._normalize_axes(None if dim == () else dim, shape, op)
 
 
 def _dim_and_keepdim(op, dim, unbiased, keepdim, axis, keepdims):

@@ -1,5 +1,6 @@
-"""TensorShape: the Tensor methods that move or select elements: reshape, permute, squeeze, expand,
-split, masked_fill, tril, flip, repeat, gather, scatter_add, ...
+"""TensorShape: the Tensor methods that move or select elements: reshape, permute, t, squeeze, expand,
+unflatten, narrow, split, masked_fill, tril, diag, flip, roll, repeat, repeat_interleave, gather,
+index_select, scatter_add, ...
 
 `Tensor` (tensor.py) inherits them; each calls one op of ops.py (`x[index]` is in tensor.py).
 """
@@ -46,6 +47,24 @@ class TensorShape:
 
     view = reshape
 
+    def view_as(self, other):
+        """reshape(other.shape)."""
+        return self.reshape(other.shape)
+
+    reshape_as = view_as
+
+    def unflatten(self, dim, sizes):
+        """Dim `dim` split into several of the given `sizes` (one may be -1: what is left), the
+        reverse of flatten: x (2, 12).unflatten(1, (3, 4)) is (2, 3, 4)."""
+        dim = _axis(dim, self.ndim, "unflatten", self.shape)
+        sizes, n = tuple(int(k) for k in sizes), self.shape[dim]
+        known = int(np.prod([k for k in sizes if k != -1]))  # (-1 stands for n / known)
+        fits = (sizes.count(-1) == 1 and known > 0 and n % known == 0) if -1 in sizes else known == n
+        if not sizes or not fits or any(k < -1 for k in sizes):
+            raise ValueError(f"unflatten: sizes {sizes} do not split dim {dim} of size {n} (tensor of shape "
+                             f"{self.shape}); expected sizes that multiply to {n}, one of them -1 at most")
+        return self.reshape(self.shape[:dim] + sizes + self.shape[dim + 1:])
+
     def flatten(self, start_dim=0, end_dim=-1):
         if self.ndim == 0:
             return self.reshape(1)
@@ -68,10 +87,22 @@ class TensorShape:
         axes[axis0], axes[axis1] = axes[axis1], axes[axis0]
         return ops.Permute.apply(self, axes=tuple(axes))
 
+    def t(self):
+        """The transpose of a matrix (a tensor of at most 2 dims; 0-D and 1-D ones come back as they
+        are, as views), as PyTorch's t()."""
+        if self.ndim > 2:
+            raise ValueError(f"t: expects a tensor of at most 2 dims, got shape {self.shape}; use "
+                             "transpose(dim0, dim1) to swap two dims of it")
+        return ops.Permute.apply(self, axes=tuple(reversed(range(self.ndim))))
+
     @property
     def T(self):
         """All axes reversed (numpy's .T)."""
         return self if self.ndim < 2 else ops.Permute.apply(self, axes=tuple(reversed(range(self.ndim))))
+
+    def is_contiguous(self):
+        """Whether the values lie in memory row by row, with no gaps (not after a transpose or expand)."""
+        return bool(self._data.flags.c_contiguous)
 
     def contiguous(self):
         """A row-major copy (or this tensor, if it already is): after a transpose, it saves the
@@ -104,6 +135,21 @@ class TensorShape:
 
     def broadcast_to(self, shape):
         return self.expand(tuple(shape))
+
+    def expand_as(self, other):
+        """expand(other.shape)."""
+        return self.expand(tuple(other.shape))
+
+    def narrow(self, dim, start, length):
+        """The `length` elements from `start` along `dim` (a view): x.narrow(1, 2, 3) is x[:, 2:5]."""
+        dim = _axis(dim, self.ndim, "narrow", self.shape)
+        n = self.shape[dim]
+        start = start + n if isinstance(start, numbers.Integral) and -n <= start < 0 else start
+        if not isinstance(start, numbers.Integral) or not isinstance(length, numbers.Integral) or not (
+                0 <= start <= n and 0 <= length <= n - start):
+            raise ValueError(f"narrow: start {start} and length {length} do not fit in dim {dim} of size {n} "
+                             f"(tensor of shape {self.shape}); expected 0 <= start and start + length <= {n}")
+        return self[(slice(None),) * dim + (slice(int(start), int(start + length)),)]
 
     def split(self, split_size_or_sections, axis=None, *, dim=None):
         """Pieces of `split_size` along `axis` (0 by default; the last piece may be smaller), or of the
@@ -149,11 +195,39 @@ class TensorShape:
         mask = np.asarray(mask)
         return ops.MaskedFill.apply(self, mask=mask, value=value)
 
-    def tril(self, k=0):
-        return ops.Triangle.apply(self, k=k, lower=True)
+    def tril(self, diagonal=0, *, k=None):
+        """The lower triangle of the last two dims: diagonal `diagonal` (PyTorch's name; numpy's is
+        k) and those below it kept, the others 0."""
+        return ops.Triangle.apply(self, k=_diagonal("tril", diagonal, k), lower=True)
 
-    def triu(self, k=0):
-        return ops.Triangle.apply(self, k=k, lower=False)
+    def triu(self, diagonal=0, *, k=None):
+        """The upper triangle of the last two dims: diagonal `diagonal` (or k) and those above it kept."""
+        return ops.Triangle.apply(self, k=_diagonal("triu", diagonal, k), lower=False)
+
+    def diag(self, diagonal=0):
+        """For a 1-D tensor, the square matrix with it on diagonal `diagonal` (0 the main one, > 0
+        above it, < 0 below) and 0 elsewhere; for a 2-D tensor, that diagonal of it, as a 1-D copy."""
+        if not isinstance(diagonal, numbers.Integral):
+            raise TypeError(f"diag: diagonal must be an int, got {diagonal!r}")
+        return ops.Diag.apply(self, k=int(diagonal))
+
+    def roll(self, shifts, dims=None):
+        """The elements shifted by `shifts` places along `dims` (ints or tuples of the same length),
+        those pushed off the end coming back at the start; without dims, over the flattened tensor
+        (then back to this shape)."""
+        many = not isinstance(shifts, numbers.Integral)
+        shifts = tuple(int(s) for s in shifts) if many else int(shifts)
+        if dims is None:
+            if many and len(shifts) != 1:
+                raise ValueError(f"roll: {len(shifts)} shifts {shifts} need as many dims, got none")
+            return ops.Roll.apply(self, shifts=shifts[0] if many else shifts, dims=None)
+        dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
+        shifts = shifts if many else (shifts,)
+        if len(shifts) != len(dims):
+            raise ValueError(f"roll: {len(shifts)} shifts {shifts} for {len(dims)} dims {dims}; expected one "
+                             "shift per dim")
+        dims = tuple(_axis(d, self.ndim, "roll", self.shape) for d in dims)
+        return ops.Roll.apply(self, shifts=shifts, dims=dims)
 
     def flip(self, *dims):
         """The elements in reverse order along each axis in `dims`: x.flip(0) or x.flip((0, 1))."""
@@ -174,6 +248,40 @@ class TensorShape:
             raise ValueError(f"repeat: sizes must be integers >= 0, got {sizes}")
         return ops.Repeat.apply(self, sizes=tuple(int(n) for n in sizes))
 
+    def index_select(self, dim, index):
+        """The slices at the positions in `index` (a 1-D integer tensor) along `dim`, in that order:
+        x.index_select(0, i) is x[i]. A position may repeat; the gradient adds up its copies."""
+        dim = _axis(dim, self.ndim, "index_select", self.shape)
+        index = np.asarray(index)
+        if index.ndim > 1 or index.dtype.kind not in "iu":
+            raise ValueError(f"index_select: index must be a 1-D integer tensor, got shape {index.shape} and dtype "
+                             f"{index.dtype}")
+        index, n = index.reshape(-1).astype(np.intp), self.shape[dim]
+        if index.size and (index.min() < 0 or index.max() >= n):
+            bad = index.min() if index.min() < 0 else index.max()
+            raise IndexError(f"index_select: index {int(bad)} is out of range for dim {dim} of size {n} (tensor of "
+                             f"shape {self.shape}); expected 0 <= index < {n}")
+        return self[(slice(None),) * dim + (index,)]
+
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        """Each element (each slice along `dim`) repeated `repeats` times in place, one copy after
+        the other: [1, 2].repeat_interleave(2) is [1, 1, 2, 2]. repeats: an int or a 1-D integer
+        tensor, one count per element; without dim, over the flattened tensor. The gradient adds up
+        the copies."""
+        x = self.reshape(-1) if dim is None else self
+        dim = 0 if dim is None else _axis(dim, self.ndim, "repeat_interleave", self.shape)
+        counts = np.asarray(repeats)
+        n = x.shape[dim]
+        if counts.dtype.kind not in "iu" or counts.ndim > 1 or (counts.ndim == 1 and counts.size not in (1, n)):
+            raise ValueError(f"repeat_interleave: repeats must be an int or a 1-D integer tensor of {n} counts (dim "
+                             f"{dim} of shape {x.shape}) or of 1, got shape {counts.shape} and dtype {counts.dtype}")
+        if np.any(counts < 0):
+            raise ValueError(f"repeat_interleave: repeats must be >= 0, got {counts.tolist()}")
+        index = np.repeat(np.arange(n), counts.reshape(-1) if counts.size == n else int(counts.reshape(-1)[0]))
+        if output_size is not None and output_size != len(index):
+            raise ValueError(f"repeat_interleave: output_size={output_size}, but the repeats give {len(index)}")
+        return x.index_select(dim, index)
+
     def gather(self, dim, index):
         """out[i][j] = x[index[i][j]][j] for dim=0, x[i][index[i][j]] for dim=1 (and so on): values
         picked along `dim` at the positions in `index`, an integer tensor with as many dims as x
@@ -188,3 +296,14 @@ class TensorShape:
         if not isinstance(src, TensorShape):  # (every Tensor is one) numbers or arrays: x's dtype
             src = np.asarray(src, dtype=self.dtype)
         return ops.ScatterAdd.apply(self, src, index=np.asarray(index), dim=dim)
+
+
+def _diagonal(op, diagonal, k):
+    """The diagonal of tril and triu, by PyTorch's name (diagonal=) or numpy's (k=), not both."""
+    if k is not None:
+        if diagonal != 0:
+            raise TypeError(f"{op}: got both diagonal={diagonal!r} and k={k!r}, which are the same argument; pass one")
+        diagonal = k
+    if not isinstance(diagonal, numbers.Integral):
+        raise TypeError(f"{op}: diagonal must be an int, got {diagonal!r}")
+    return int(diagonal)
