@@ -177,10 +177,17 @@ def dropout(x, p=0.5, training=True, *, generator=None):
     return ops.Dropout.apply(x, p=p, generator=generator)
 
 
-def embedding(ids, weight):
-    """Rows of `weight` (num_embeddings, dim) for integer `ids` of any shape: (*ids.shape, dim)."""
+def embedding(ids, weight, padding_idx=None):
+    """Rows of `weight` (num_embeddings, dim) for integer `ids` of any shape: (*ids.shape, dim).
+    `padding_idx` (negative: counted from the end): that row gets no gradient."""
     ids = np.asarray(ids)
-    return ops.Embedding.apply(weight, ids=ids)
+    if padding_idx is None:
+        return ops.Embedding.apply(weight, ids=ids)
+    n = weight.shape[0]
+    if not isinstance(padding_idx, numbers.Integral) or not -n <= padding_idx < n:
+        raise ValueError(f"embedding: padding_idx must be an integer in [-{n}, {n}) for a table of {n} rows, "
+                         f"got {padding_idx!r}")
+    return ops.Embedding.apply(weight, ids=ids, padding_idx=int(padding_idx) % n)
 
 
 # ---------------------------------------------------------------------- creation

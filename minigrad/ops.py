@@ -571,6 +571,43 @@ class LeakyReLU(Function):
         return g * np.where(a > 0, 1.0, ctx.slope)
 
 
+class PReLU(Function):
+    """LeakyReLU with a learned slope w (broadcast against a: one per channel, or one for all)."""
+
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a, w):
+        ctx.save_for_backward(a, w)
+        return _in_dtype_of(a, np.where(a > 0, a, w * a))
+
+    rule = "da = g where a > 0, g w elsewhere (w at a = 0, as PyTorch); dw = g a where a <= 0, summed"
+
+    @staticmethod
+    def backward(ctx, g):
+        a, w = ctx.saved_tensors
+        positive = a > 0
+        zero = np.zeros((), dtype=g.dtype)
+        return np.where(positive, g, g * w), np.where(positive, zero, g * a)
+
+
+class Hardtanh(Function):
+    """a clipped to [min_val, max_val] (ReLU6 is hardtanh(a, 0, 6))."""
+
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a, min_val=-1.0, max_val=1.0):
+        ctx.inside = (a > min_val) & (a < max_val)
+        return _in_dtype_of(a, np.clip(a, min_val, max_val))
+
+    rule = "slope 1 strictly between the bounds, 0 outside and on them (PyTorch's choice; clip keeps 1 on them)"
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.where(ctx.inside, g, np.zeros((), dtype=g.dtype))
+
+
 class Softplus(Function):
     """softplus(x) = log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (as PyTorch:
     there the two agree to float precision, and e^(beta x) could overflow)."""
@@ -1955,10 +1992,11 @@ class Dropout(Function):
 
 
 class Embedding(Function):
-    """Rows of `weight` (num_embeddings, dim) picked by integer `ids` of any shape."""
+    """Rows of `weight` (num_embeddings, dim) picked by integer `ids` of any shape. The row
+    `padding_idx` (if not None) gets no gradient: a padding token's vector stays as it is."""
 
     @staticmethod
-    def forward(ctx, weight, ids):
+    def forward(ctx, weight, ids, padding_idx=None):
         if ids.dtype.kind not in "iu":
             raise TypeError(f"embedding: ids must be integers, got {ids.dtype}")
         n = weight.shape[0]
@@ -1971,10 +2009,14 @@ class Embedding(Function):
                 f"(valid ids are 0..{n - 1})"
             )
         ctx.ids, ctx.shape = ids.copy(), weight.shape  # a copy: later changes to the ids cannot reach backward
+        ctx.padding_idx = padding_idx
         return np.take(weight, ids, axis=0)
 
-    rule = "each row's gradient is the sum of the gradients of every position that used it"
+    rule = "each row's gradient is the sum of the gradients of every position that used it (0 for padding_idx)"
 
     @staticmethod
     def backward(ctx, g):
-        return kernels.embedding_backward(ctx.ids.reshape(-1), g.reshape(-1, ctx.shape[1]), ctx.shape[0])
+        dweight = kernels.embedding_backward(ctx.ids.reshape(-1), g.reshape(-1, ctx.shape[1]), ctx.shape[0])
+        if ctx.padding_idx is not None:
+            dweight[ctx.padding_idx] = 0  # the padding row is not learned
+        return dweight

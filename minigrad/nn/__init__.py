@@ -4,18 +4,28 @@ from .layers import (
     ELU, GELU, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear, MSELoss, ReLU,
     Sigmoid, SiLU, Softplus, Tanh,
 )
+from .layers import (
+    SELU, BCELoss, BCEWithLogitsLoss, CosineSimilarity, Hardtanh, HuberLoss, KLDivLoss, L1Loss, LogSigmoid, LogSoftmax,
+    Mish, NLLLoss, PReLU, ReLU6, SmoothL1Loss, Softmax, Softmin,
+)
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
 from .sampling import Upsample
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, Summary, summary
+from .containers import ParameterDict, ParameterList
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d
 from .layers import Unflatten
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from . import utils  # noqa: E402  (nn.utils.clip_grad_norm_, as torch.nn.utils; after Module, which it needs)
 
 __all__ = [
-    "functional", "init", "Module", "ModuleList", "ModuleDict", "Sequential", "Parameter", "summary", "Summary",
+    "functional", "init", "utils", "Module", "ModuleList", "ModuleDict", "Sequential", "Parameter", "summary",
+    "Summary", "ParameterList", "ParameterDict",
     "Linear", "LayerNorm", "Embedding", "Dropout", "Flatten", "ReLU", "GELU", "Tanh", "Sigmoid", "Identity",
-    "SiLU", "LeakyReLU", "Softplus", "ELU", "MSELoss", "CrossEntropyLoss",
+    "SiLU", "LeakyReLU", "Softplus", "ELU", "ReLU6", "Hardtanh", "LogSigmoid", "Mish", "SELU", "PReLU",
+    "Softmax", "LogSoftmax", "Softmin", "CosineSimilarity",
+    "MSELoss", "CrossEntropyLoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "NLLLoss", "BCELoss",
+    "BCEWithLogitsLoss",
     "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Unflatten",
     "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample",
     "RNNBase", "RNN", "GRU", "LSTM", "RNNCellBase", "RNNCell", "GRUCell", "LSTMCell",

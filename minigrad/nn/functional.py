@@ -4,11 +4,13 @@ Shapes use B = batch, T = sequence length, C or D = features, V = classes (vocab
 be Tensors, numpy arrays or Python lists."""
 import math
 import numbers
+import warnings
 
 import numpy as np
 
 from .. import ops
 from ..creation import as_tensor, dropout, embedding, where  # noqa: F401  (re-exported)
+from ..ops import _axis
 from ..tensor import Tensor
 from .normalization import batch_norm, group_norm, instance_norm  # noqa: F401  (re-exported)
 from .conv import conv1d, conv2d, conv_transpose2d, fold, unfold  # noqa: F401  (re-exported)
@@ -66,6 +68,67 @@ def elu(x, alpha=1.0):
     return as_tensor(x).elu(alpha)
 
 
+def tanh(input):
+    return as_tensor(input).tanh()
+
+
+def sigmoid(input):
+    return as_tensor(input).sigmoid()
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    """x clipped to [min_val, max_val]; the gradient is 1 strictly inside, 0 elsewhere (PyTorch's:
+    0 on the bounds themselves too).   hardtanh(x) = min_val if x < min_val, max_val if x > max_val, else x"""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) must not be larger than max_val ({max_val})")
+    return ops.Hardtanh.apply(as_tensor(input), min_val=float(min_val), max_val=float(max_val))
+
+
+def relu6(input):
+    """min(max(x, 0), 6) = hardtanh(x, 0, 6) (MobileNet's activation)."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def logsigmoid(input):
+    """log sigmoid(x) = -log(1 + e^-x) = min(x, 0) - log(1 + e^-|x|), without overflow: it is minus the
+    logits binary cross-entropy with target 1, whose op computes exactly that stable form."""
+    x = as_tensor(input)
+    return -ops.BinaryCrossEntropyWithLogits.apply(x, Tensor(np.ones(x.shape, dtype=x.dtype)))
+
+
+def mish(input):
+    """mish(x) = x * tanh(softplus(x))   (softplus(x) = log(1 + e^x))."""
+    x = as_tensor(input)
+    return x * x.softplus().tanh()
+
+
+# SELU's constants (Klambauer et al.): with them, layers of selu keep activations at mean 0, variance 1
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input):
+    """selu(x) = scale * (x if x > 0 else alpha * (e^x - 1)) = scale * elu(x, alpha)."""
+    return as_tensor(input).elu(SELU_ALPHA) * SELU_SCALE
+
+
+def prelu(input, weight):
+    """x where x > 0, a * x elsewhere, with a learned slope a (`weight`): one for every channel (dim 1
+    of the input, weight of shape (C,)) or one for all (weight of shape (1,))."""
+    x = as_tensor(input)
+    n = weight.numel()
+    if weight.ndim > 1:
+        raise ValueError(f"prelu: weight must be 1-D (C,) or a single slope, got shape {tuple(weight.shape)}")
+    if n == 1:
+        slope = weight.reshape(())
+    elif x.ndim >= 2 and x.shape[1] == n:
+        slope = weight.reshape((n,) + (1,) * (x.ndim - 2))  # (C, 1, ..., 1): broadcast over dim 1
+    else:
+        raise ValueError(f"prelu: {n} slopes (weight {tuple(weight.shape)}) need an input with {n} channels in dim 1, "
+                         f"got shape {tuple(x.shape)}")
+    return ops.PReLU.apply(x, slope)  # (x = 0 takes the slope's side: gradient a, as PyTorch)
+
+
 def one_hot(tensor, num_classes=-1):
     """Integer class ids (...) -> int64 (..., num_classes), 1 at each id and 0 elsewhere; no gradient.
     num_classes=-1 takes the largest id + 1."""
@@ -88,6 +151,65 @@ def softmax(x, axis=None, *, dim=None):
 
 def log_softmax(x, axis=None, *, dim=None):
     return as_tensor(x).log_softmax(axis, dim=dim)
+
+
+def _implicit_dim(op, ndim, stacklevel=3):
+    """PyTorch's choice when softmax, log_softmax or softmin get no dim (deprecated there too, with a
+    warning): dim 0 for a 0-, 1- or 3-D input, dim 1 otherwise."""
+    dim = 0 if ndim in (0, 1, 3) else 1
+    warnings.warn(f"{op}: no dim given, so dim={dim} is taken (PyTorch's implicit choice for a {ndim}-D input); "
+                  f"pass dim= to say which axis sums to 1", UserWarning, stacklevel=stacklevel)
+    return dim
+
+
+def softmin(input, dim=None, dtype=None):
+    """softmax(-x) along `dim`: the smallest value gets the largest weight. dtype: convert the input
+    first. No dim: PyTorch's implicit (deprecated) choice, with a warning."""
+    x = as_tensor(input, dtype=dtype)
+    dim = _implicit_dim("softmin", x.ndim) if dim is None else _axis(dim, x.ndim, "softmin", x.shape)
+    return (-x).softmax(dim=dim)
+
+
+def _clamped_norm(x, p, dim, eps):
+    """max(||x||_p, eps) along `dim`, kept as size 1, with ||x||_p = (sum |x|^p)^(1/p) (max |x| for
+    p = inf). Computed as root(max(sum |x|^p, eps^p)), the same number: the root is never taken of
+    0, so a vector of zeros gets a finite gradient, with no mask (which minigrad.compile could not
+    replay)."""
+    if p == math.inf:
+        return x.abs().max(axis=dim, keepdims=True).clip(min=eps)
+    total = (x * x if p == 2 else x.abs() ** p).sum(dim, keepdims=True)
+    floor = eps ** p
+    if total.dtype.kind != "f" or floor >= np.finfo(total.dtype).tiny:  # (the usual case)
+        clamped = total.clip(min=floor)
+        return clamped.sqrt() if p == 2 else clamped ** (1.0 / p)
+    # eps^p underflows this dtype (a large p): the root where the sum is > 0, 0 elsewhere, then eps
+    nonzero = total > 0
+    root = where(nonzero, total, 1.0) ** (1.0 / p)  # (1 where the sum is 0: no 0 * inf in the gradient)
+    return where(nonzero, root, 0.0).clip(min=eps)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    """x / max(||x||_p, eps) along `dim` (default 1: each row of a (N, D) batch gets norm 1)."""
+    x = as_tensor(input)
+    if not (p > 0):
+        raise ValueError(f"normalize: p must be > 0 (or inf), got {p}")
+    return x / _clamped_norm(x, float(p), dim, eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along `dim`, which the result drops: (N, D) and
+    (N, D) -> (N,). x1 and x2 broadcast to a common shape first (one vector against a batch)."""
+    x1, x2 = as_tensor(x1), as_tensor(x2)
+    try:
+        shape = np.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ValueError(f"cosine_similarity: x1 of shape {tuple(x1.shape)} and x2 of shape {tuple(x2.shape)} do "
+                         "not broadcast to a common shape") from None
+    if len(shape) == 0:
+        raise ValueError("cosine_similarity: needs inputs with at least 1 dim, got two 0-d tensors")
+    x1, x2 = x1.broadcast_to(shape), x2.broadcast_to(shape)
+    n1, n2 = _clamped_norm(x1, 2.0, dim, eps), _clamped_norm(x2, 2.0, dim, eps)
+    return ((x1 * x2).sum(dim, keepdims=True) / (n1 * n2)).squeeze(dim)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, scale=None, *, attn_mask=None, dropout_p=0.0,
@@ -181,41 +303,180 @@ def _reduce(op, losses, reduction):
     return losses.mean() if reduction == "mean" else losses.sum()
 
 
-def nll_loss(input, target, *, ignore_index=-100, reduction="mean"):
+def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean"):
     """The negative log-likelihood: -input[..., target] for log-probabilities `input` (..., C) (the
     output of log_softmax; class axis last, as in `cross_entropy`) and integer `target` (...).
     Targets equal to `ignore_index` count for nothing; "mean" divides by the number of counted
     targets (0 counted gives loss 0, as `cross_entropy`). A composition of gather, where and sum:
-    the gradient comes from theirs."""
+    the gradient comes from theirs.
+
+    weight (C,): a weight per class, a constant. Each loss is multiplied by its target's weight,
+    and "mean" divides by the sum of the counted targets' weights (PyTorch's weighted mean):
+        loss = sum_i -w[t_i] input[i, t_i] / sum_i w[t_i]"""
+    input = as_tensor(input)
     target = np.asarray(target)
     if input.ndim == 0 or target.shape != input.shape[:-1]:
         raise ValueError(f"nll_loss: target of shape {target.shape} must match the input's shape {input.shape} "
                          f"without its last (class) axis, i.e. {input.shape[:-1]}")
     if target.dtype.kind not in "iu":
         raise TypeError(f"nll_loss: target must be integer class ids, got {target.dtype}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"nll_loss: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     counted = target != ignore_index
     classes = input.shape[-1]
     bad = counted & ((target < 0) | (target >= classes))
     if bad.any():
         raise IndexError(f"nll_loss: target {int(target[bad].flat[0])} is out of range for {classes} classes "
                          f"(valid: 0..{classes - 1}, or ignore_index={ignore_index})")
-    picked = input.gather(-1, np.where(counted, target, 0)[..., None].astype(np.int64)).squeeze(-1)
-    losses = where(counted, -picked, 0.0)
-    if reduction == "mean":
-        return losses.sum() / max(int(counted.sum()), 1)
+    safe_target = np.where(counted, target, 0)
+    picked = input.gather(-1, safe_target[..., None].astype(np.int64)).squeeze(-1)
+    if weight is None:
+        losses = where(counted, -picked, 0.0)
+        if reduction == "mean":
+            return losses.sum() / max(int(counted.sum()), 1)
+        return _reduce("nll_loss", losses, reduction)
+    weight = np.asarray(weight.detach().numpy() if isinstance(weight, Tensor) else weight, dtype=input.dtype)
+    if weight.shape != (classes,):
+        raise ValueError(f"nll_loss: weight must have one value per class, shape ({classes},), got {weight.shape} "
+                         f"(input {input.shape})")
+    w = np.where(counted, weight[safe_target], 0).astype(input.dtype)  # w[t_i], 0 where ignored
+    losses = -picked * w
+    if reduction == "mean":  # (all weights 0 or nothing counted: the sum is 0, and so is the loss)
+        total = w.sum()
+        return losses.sum() / (total if total != 0 else 1)
     return _reduce("nll_loss", losses, reduction)
 
 
-def binary_cross_entropy(input, target, reduction="mean"):
+def _check_weight(op, name, weight, input):
+    """A weight Tensor that broadcasts to the input's shape without enlarging it. A constant weight
+    (a numpy array, a list, a tensor that does not require grad) takes the input's dtype: a float64
+    array of weights does not turn a float32 loss into float64."""
+    if not isinstance(weight, Tensor):
+        weight = Tensor(np.asarray(weight, dtype=input.dtype))
+    elif not weight.requires_grad and weight.dtype != input.dtype:
+        weight = weight.to(input.dtype)
+    try:
+        full = np.broadcast_shapes(weight.shape, input.shape)
+    except ValueError:
+        full = None
+    if full != input.shape:
+        raise ValueError(f"{op}: {name} of shape {tuple(weight.shape)} does not broadcast to the input's shape "
+                         f"{tuple(input.shape)}")
+    return weight
+
+
+def binary_cross_entropy(input, target, reduction="mean", *, weight=None):
     """-(target log(input) + (1 - target) log(1 - input)), for probabilities `input` in [0, 1] (the
-    output of sigmoid) and targets of the same shape; each log is clamped at -100, as in PyTorch."""
+    output of sigmoid) and targets of the same shape; each log is clamped at -100, as in PyTorch.
+    weight: multiplies each element's loss (broadcast to the input's shape)."""
+    input = as_tensor(input)
     target = as_tensor(target, dtype=input.dtype) if not isinstance(target, Tensor) else target
-    return _reduce("binary_cross_entropy", ops.BinaryCrossEntropy.apply(input, target), reduction)
+    _check_reduction("binary_cross_entropy", reduction)
+    losses = ops.BinaryCrossEntropy.apply(input, target)
+    if weight is not None:
+        losses = losses * _check_weight("binary_cross_entropy", "weight", weight, input)
+    return _reduce("binary_cross_entropy", losses, reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, reduction="mean"):
+def binary_cross_entropy_with_logits(input, target, reduction="mean", *, weight=None, pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits:
-    max(x, 0) - x * target + log(1 + exp(-|x|))."""
+    max(x, 0) - x * target + log(1 + exp(-|x|)).
+
+    weight: multiplies each element's loss (broadcast to the input's shape). pos_weight (e.g. (C,)
+    for (N, C) logits, one per class): the weight of the positive term,
+        loss = -[pos_weight * y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]
+    which is the plain loss plus (pos_weight - 1) * y * (-log sigmoid(x)); pos_weight = #negatives /
+    #positives balances a rare class."""
+    input = as_tensor(input)
     target = as_tensor(target, dtype=input.dtype) if not isinstance(target, Tensor) else target
-    return _reduce("binary_cross_entropy_with_logits", ops.BinaryCrossEntropyWithLogits.apply(input, target),
-                   reduction)
+    op = "binary_cross_entropy_with_logits"
+    _check_reduction(op, reduction)
+    losses = ops.BinaryCrossEntropyWithLogits.apply(input, target)
+    if pos_weight is not None:
+        pos_weight = _check_weight(op, "pos_weight", pos_weight, input)
+        # -log sigmoid(x) = the same op with target 1 (stable, and its gradient is exact at x = 0)
+        minus_log_p = ops.BinaryCrossEntropyWithLogits.apply(input, Tensor(np.ones(input.shape, dtype=input.dtype)))
+        losses = losses + (pos_weight - 1) * target * minus_log_p
+    if weight is not None:
+        losses = losses * _check_weight(op, "weight", weight, input)
+    return _reduce(op, losses, reduction)
+
+
+# ---------------------------------------------------------------------- regression and divergence losses
+def _check_reduction(op, reduction, allowed=("mean", "sum", "none")):
+    if reduction not in allowed:
+        raise ValueError(f"{op}: reduction must be {', '.join(repr(r) for r in allowed[:-1])} or {allowed[-1]!r}, "
+                         f"got {reduction!r}")
+
+
+def _loss_operands(op, input, target, reduction, allowed=("mean", "sum", "none")):
+    """input and target as Tensors of the same shape (a numpy or list target takes the input's dtype).
+    Nothing is broadcast: a (N,) target against a (N, 1) prediction would silently give an (N, N)
+    loss, so it is an error here (PyTorch only warns)."""
+    _check_reduction(op, reduction, allowed)
+    input = as_tensor(input)
+    target = target if isinstance(target, Tensor) else as_tensor(target, dtype=input.dtype)
+    if input.shape != target.shape:
+        raise ValueError(f"{op}: input of shape {tuple(input.shape)} and target of shape {tuple(target.shape)} must "
+                         "have the same shape (nothing is broadcast; reshape one of them, e.g. "
+                         f"target.reshape{tuple(input.shape)} if the sizes agree)")
+    return input, target
+
+
+def l1_loss(input, target, *, reduction="mean"):
+    """Mean absolute error: |input - target| per element, then averaged ('mean'), summed ('sum') or
+    kept ('none'). The gradient sign(input - target) is 0 where they are equal (as PyTorch)."""
+    input, target = _loss_operands("l1_loss", input, target, reduction)
+    return _reduce("l1_loss", (input - target).abs(), reduction)
+
+
+def smooth_l1_loss(input, target, *, reduction="mean", beta=1.0):
+    """Quadratic near 0, linear beyond beta (Fast R-CNN's box loss), per element d = input - target:
+        smooth L1: 0.5 d^2 / beta if |d| < beta else |d| - 0.5 beta
+    computed as 0.5 m^2 / beta + (|d| - m) with m = min(|d|, beta), the part of |d| in the quadratic
+    zone: the same numbers and gradient, without a mask (which minigrad.compile could not replay).
+    beta = 0 is the L1 loss."""
+    input, target = _loss_operands("smooth_l1_loss", input, target, reduction)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+    size = (input - target).abs()
+    if beta == 0:  # (no quadratic zone; and 0.5 m^2 / 0 would divide by zero)
+        return _reduce("smooth_l1_loss", size, reduction)
+    m = size.clip(max=beta)
+    return _reduce("smooth_l1_loss", 0.5 * m * m / beta + (size - m), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """Quadratic near 0, linear beyond delta (robust regression), per element d = input - target:
+        huber: 0.5 d^2 if |d| < delta else delta (|d| - 0.5 delta)      (= delta * smooth L1 with beta = delta)
+    computed as 0.5 m^2 + delta (|d| - m) with m = min(|d|, delta) (see smooth_l1_loss)."""
+    input, target = _loss_operands("huber_loss", input, target, reduction)
+    if not delta > 0:
+        raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
+    size = (input - target).abs()
+    m = size.clip(max=delta)
+    return _reduce("huber_loss", 0.5 * m * m + delta * (size - m), reduction)
+
+
+def kl_div(input, target, *, reduction="mean", log_target=False):
+    """The Kullback-Leibler divergence KL(target || model) for log-probabilities `input` (the model's,
+    from log_softmax) and probabilities `target` (log-probabilities if log_target=True), per element:
+        target * (log target - input)          (0 log 0 counts 0)
+        e^target * (target - input)            (log_target=True)
+    reduction: 'batchmean' (the sum divided by the batch size input.shape[0]: the true KL per
+    sample), 'sum', 'none', or 'mean' (PyTorch's default: divides by the number of elements, not
+    the KL; PyTorch warns, and so does this)."""
+    op = "kl_div"
+    input, target = _loss_operands(op, input, target, reduction, allowed=("mean", "batchmean", "sum", "none"))
+    if log_target:
+        losses = target.exp() * (target - input)
+    else:  # target clipped at the smallest normal number inside the log: 0 log 0 = 0 * log(tiny) = 0
+        tiny = np.finfo(target.dtype).tiny if target.dtype.kind == "f" else np.finfo(np.float32).tiny
+        losses = target * target.clip(min=tiny).log() - target * input
+    if reduction == "batchmean":
+        return losses.sum() / input.shape[0] if input.ndim else losses.sum()
+    if reduction == "mean":
+        warnings.warn("kl_div: reduction='mean' divides by the number of elements (batch size x classes), which is "
+                      "not the KL divergence; reduction='batchmean' divides by the batch size only",
+                      UserWarning, stacklevel=2)
+    return _reduce(op, losses, reduction)
