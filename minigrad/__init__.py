@@ -30,6 +30,7 @@ from .creation import (
     linspace,
     matmul,
     meshgrid,
+    normal,
     ones,
     ones_like,
     rand,
@@ -97,7 +98,7 @@ del _name
 
 # the course API's functions that are methods too (`torch.mm(a, b)` is `a.mm(b)`, ...)
 for _name in (
-    "gt lt ge le eq ne t index_select amax amin norm ceil square reciprocal mm bmm outer dot unflatten narrow "
+    "gt lt ge le eq ne t index_select amax amin norm ceil square reciprocal mm bmm mv outer dot unflatten narrow "
     "roll diag nonzero count_nonzero isinf nan_to_num"
 ).split():
     globals()[_name] = _method(_name)

@@ -301,7 +301,7 @@ class Recorder:
     def record_backward(self, root, grad):
         """Called before the walk runs (the graph is still whole); returns the plan for after_backward."""
         if grad is not None:
-            raise CaptureRefused("backward(grad=...) is not replayed; call backward() on a scalar loss")
+            raise CaptureRefused("backward(gradient) is not replayed; call backward() on a scalar loss")
         plan = self._backward_plan(root)
         self.events.append(("backward", plan))
         return plan

@@ -279,6 +279,26 @@ def randn(*shape, size=None, generator=None, dtype=DEFAULT_FLOAT, requires_grad=
     return Tensor(values.astype(dtype), requires_grad=requires_grad)
 
 
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, device=None):
+    """Normal samples mean + std * z, z ~ N(0, 1), as PyTorch's `torch.normal`: `normal(0, 1, (3, 4))`
+    with numbers and a `size`, or with tensors `mean` and/or `std` (one sample per element, their
+    shapes broadcast). Drawn from `generator` or the default one (see randn); no gradient flows to
+    mean or std (the result is a new leaf)."""
+    check_device(device, "normal")
+    tensors = [x for x in (mean, std) if isinstance(x, Tensor)]
+    if not tensors and size is None:
+        raise TypeError("normal: with a number mean and std, give the size too: normal(0.0, 1.0, (3, 4))")
+    if tensors and size is not None:
+        raise TypeError("normal: size is only for a number mean and std; with tensors, their shape is the size")
+    m, s = (x.numpy() if isinstance(x, Tensor) else x for x in (mean, std))
+    if np.any(np.asarray(s) < 0):
+        raise ValueError(f"normal: std must be >= 0, got {std if not isinstance(std, Tensor) else 'a negative entry'}")
+    shape = _size("normal", (), size) if size is not None else np.broadcast_shapes(*(np.shape(x) for x in (m, s)))
+    dtype = dtype or (np.result_type(*(t.dtype for t in tensors)) if tensors else DEFAULT_FLOAT)
+    values = m + s * rng(generator).standard_normal(shape)
+    return Tensor(np.asarray(values).astype(dtype), requires_grad=requires_grad)
+
+
 def rand(*shape, size=None, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
     """Uniform samples in [0, 1), from `generator` or the default one (see `randn`)."""
     check_device(device, "rand")

@@ -26,6 +26,8 @@ from .tensor_math import TensorMath
 from .tensor_shape import TensorShape
 
 DEFAULT_FLOAT = np.float32
+_TENSOR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+                      "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}  # (x.type()'s names)
 
 
 def _to_array(data, dtype=None):
@@ -231,9 +233,13 @@ class Tensor(TensorMath, TensorShape):
         return bool(self._data)
 
     # ------------------------------------------------------------------ autograd
-    def backward(self, grad=None, retain_graph=False):
-        """Backpropagate from this tensor; leaves that require grad get `.grad` (accumulated)."""
-        autograd.backward(self, grad, retain_graph)
+    def backward(self, gradient=None, retain_graph=False, create_graph=False):
+        """Backpropagate from this tensor; leaves that require grad get `.grad` (accumulated).
+        `gradient`: d(something)/d(this tensor), of its shape (needed when it is not a scalar)."""
+        if create_graph:
+            raise NotImplementedError("backward: create_graph=True is not supported: minigrad's backward computes "
+                                      "on numpy arrays, so the gradients have no graph of their own")
+        autograd.backward(self, gradient, retain_graph)
 
     def detach(self):
         """The same values (shared memory), cut from the graph."""
@@ -422,6 +428,13 @@ class Tensor(TensorMath, TensorShape):
         """This tensor in `other`'s dtype (itself if it already is)."""
         return self.to(other.dtype)
 
+    def type(self, dtype=None):
+        """`x.type(dtype)` is `x.to(dtype)`; `x.type()` names the dtype as PyTorch does
+        ("minigrad.FloatTensor" for float32, "minigrad.LongTensor" for int64, ...)."""
+        if dtype is not None:
+            return self.to(dtype)
+        return f"minigrad.{_TENSOR_TYPE_NAMES.get(self.dtype.name, self.dtype.name.capitalize())}Tensor"
+
     # ------------------------------------------------------------------ new tensors like this one
     # PyTorch's x.new_zeros(2, 3), ...: new tensors outside the graph, in this tensor's dtype (and
     # device) unless dtype= says otherwise; their shape is given, not taken from x
@@ -547,6 +560,14 @@ class Tensor(TensorMath, TensorShape):
         if a.shape[-1] != b.shape[-2]:
             raise ValueError(f"{op}: inner dimensions differ: {a.shape} @ {b.shape} ({a.shape[-1]} != {b.shape[-2]})")
         ops.same_float_dtype(op, [("self", a), ("mat2", b)])
+        return a.matmul(b)
+
+    def mv(self, vec):
+        """A matrix (n, m) times a vector (m,): (n,) (exactly 2-D and 1-D: no broadcasting)."""
+        a, b = _operands(self, vec, "matmul")
+        if a.ndim != 2 or b.ndim != 1 or a.shape[1] != b.shape[0]:
+            raise ValueError(f"mv: expected a matrix (n, m) and a vector (m,), got shapes {a.shape} and {b.shape}")
+        ops.same_float_dtype("mv", [("self", a), ("vec", b)])
         return a.matmul(b)
 
     def dot(self, other):

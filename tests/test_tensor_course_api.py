@@ -1053,3 +1053,62 @@ def test_a_compiled_step_recomputes_the_new_ops_at_each_call():
         w.grad = None
         expected = step(mg.tensor(a), mg.tensor(z)).item()
         assert got == expected and np.array_equal(got_grad, w.grad.numpy()), seed
+
+
+# ============================================================================ d2l's habits: mv, normal, type, backward(gradient)
+def test_mv_is_a_matrix_times_a_vector():
+    m, v = values((3, 4), seed=40), values((4,), seed=41)
+    assert_values(mg.mv(mg.tensor(m), mg.tensor(v)), m @ v, rtol=tolerance("float64", 4))
+    gradcheck(lambda a, b: a.mv(b), m, v)
+    with pytest.raises(ValueError, match=r"mv: expected a matrix \(n, m\) and a vector \(m,\), got shapes \(3, 4\) and \(3,\)"):
+        mg.tensor(m).mv(mg.tensor(v[:3]))
+    with pytest.raises(ValueError, match="mv: expected a matrix"):
+        mg.tensor(m).mv(mg.tensor(m))
+
+
+def test_normal_takes_numbers_and_a_size_or_tensors():
+    g = mg.Generator().manual_seed(5)
+    x = mg.normal(3.0, 0.5, (4000,), generator=g)
+    assert x.shape == (4000,) and x.dtype == np.float32 and not x.requires_grad
+    # mean within 5 standard errors (0.5 / sqrt(4000)), std within 5% of 0.5
+    assert abs(x.numpy().mean() - 3.0) < 5 * 0.5 / math.sqrt(4000) and abs(x.numpy().std() / 0.5 - 1) < 0.05
+    again = mg.normal(3.0, 0.5, (4000,), generator=mg.Generator().manual_seed(5))
+    np.testing.assert_array_equal(again.numpy(), x.numpy())
+    mean = mg.tensor(np.array([0.0, 100.0, -100.0]))
+    y = mg.normal(mean, 1e-6)
+    assert y.shape == (3,) and y.dtype == np.float64
+    np.testing.assert_allclose(y.numpy(), mean.numpy(), atol=1e-4)
+    assert mg.normal(mean, mg.tensor(np.ones((2, 1)))).shape == (2, 3)
+    assert mg.normal(0.0, 0.0, size=(2, 2)).numpy().tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    with pytest.raises(TypeError, match="normal: with a number mean and std, give the size too"):
+        mg.normal(0.0, 1.0)
+    with pytest.raises(ValueError, match="normal: std must be >= 0"):
+        mg.normal(0.0, -1.0, (2,))
+
+
+def test_type_casts_or_names_the_type():
+    x = mg.tensor([1.5, -2.0])
+    assert x.type() == "minigrad.FloatTensor" and x.long().type() == "minigrad.LongTensor"
+    assert x.type(mg.int64).dtype == np.int64 and x.double().type() == "minigrad.DoubleTensor"
+    assert (x.type(mg.int64) == mg.tensor([1, -2])).all().item()
+
+
+def test_backward_takes_pytorchs_gradient_argument():
+    x = mg.tensor(np.arange(4.0), requires_grad=True)
+    (x * x).backward(gradient=mg.ones(4, dtype=mg.float64))
+    assert x.grad.numpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+    x.grad = None
+    (x * x).backward(mg.tensor(np.array([1.0, 0.0, 1.0, 0.0])))  # (by position, as before)
+    assert x.grad.numpy().tolist() == [0.0, 0.0, 4.0, 0.0]
+    with pytest.raises(NotImplementedError, match="backward: create_graph=True is not supported"):
+        (x * x).sum().backward(create_graph=True)
+
+
+def test_mv_normal_and_type_as_pytorch():
+    torch = pytest.importorskip("torch")
+    m, v = values((3, 4), "float32", seed=42), values((4,), "float32", seed=43)
+    assert_torch(mg.mv(mg.tensor(m), mg.tensor(v)), torch.mv(torch.tensor(m), torch.tensor(v)),
+                 rtol=tolerance("float32", 4))
+    assert mg.normal(0.0, 1.0, (2, 3)).dtype == str(torch.normal(0.0, 1.0, (2, 3)).dtype).replace("torch.", "")
+    assert mg.tensor([1, 2]).type() == torch.tensor([1, 2]).type().replace("torch.", "minigrad.")
+    assert mg.tensor([1.0]).type() == torch.tensor([1.0]).type().replace("torch.", "minigrad.")
