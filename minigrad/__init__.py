@@ -62,7 +62,7 @@ from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradch
 from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
 from .opcheck import find_bad_backward
 from .random import Generator, default_generator, manual_seed
-from .tensor import Tensor
+from .tensor import Tensor, set_printoptions
 
 float32, float64, int64, bool_ = "float32", "float64", "int64", "bool"
 float16, int32, int16, int8, uint8 = "float16", "int32", "int16", "int8", "uint8"
@@ -104,7 +104,7 @@ for _name in (
     globals()[_name] = _method(_name)
 del _name
 
-from . import cuda, nn, optim  # noqa: E402
+from . import accelerator, backends, cuda, nn, optim  # noqa: E402
 from . import datasets, utils  # noqa: E402  (minigrad.utils.data, as torch.utils.data)
 from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)

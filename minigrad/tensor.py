@@ -26,6 +26,31 @@ from .tensor_math import TensorMath
 from .tensor_shape import TensorShape
 
 DEFAULT_FLOAT = np.float32
+# How tensors print (set_printoptions): digits after the point, how many elements before "...", ...
+PRINT_OPTIONS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 75, "sci_mode": None}
+_PRINT_PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=75),
+                   "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=75),
+                   "full": dict(precision=4, threshold=2**63 - 1, edgeitems=3, linewidth=75)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """How tensors print, as PyTorch's `torch.set_printoptions`: `precision` digits after the point,
+    at most `threshold` elements before the middle is cut to "..." (keeping `edgeitems` at each
+    end), lines of `linewidth` characters; `profile` "default", "short" or "full" sets them all;
+    `sci_mode` True or False forces scientific notation on or off (None: chosen per tensor). For
+    the whole process, as PyTorch's."""
+    if profile is not None:
+        if profile not in _PRINT_PROFILES:
+            raise ValueError(f"set_printoptions: profile must be one of {sorted(_PRINT_PROFILES)}, got {profile!r}")
+        PRINT_OPTIONS.update(_PRINT_PROFILES[profile])
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                        ("linewidth", linewidth)):
+        if value is not None:
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"set_printoptions: {name} must be an integer >= 0, got {value!r}")
+            PRINT_OPTIONS[name] = value
+    PRINT_OPTIONS["sci_mode"] = sci_mode
+
 _TENSOR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
                       "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}  # (x.type()'s names)
 
@@ -207,7 +232,13 @@ class Tensor(TensorMath, TensorShape):
 
     def __repr__(self):
         self._read("printing t")
-        body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=4)
+        options = PRINT_OPTIONS
+        sci = options["sci_mode"]  # None: numpy decides; False: never scientific; True: always
+        formatter = None if not sci else {"float_kind": lambda v: f"{v:.{options['precision']}e}"}
+        body = np.array2string(self._data, separator=", ", prefix="tensor(", precision=options["precision"],
+                               threshold=options["threshold"], edgeitems=options["edgeitems"],
+                               max_line_width=options["linewidth"], suppress_small=sci is False or None,
+                               formatter=formatter)
         extra = f", grad_fn={self.grad_fn}" if self._ctx is not None else (
             ", requires_grad=True" if self.requires_grad else "")
         return f"tensor({body}, shape={self.shape}, dtype={self.dtype}{extra})"

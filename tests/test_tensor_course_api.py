@@ -1112,3 +1112,44 @@ def test_mv_normal_and_type_as_pytorch():
     assert mg.normal(0.0, 1.0, (2, 3)).dtype == str(torch.normal(0.0, 1.0, (2, 3)).dtype).replace("torch.", "")
     assert mg.tensor([1, 2]).type() == torch.tensor([1, 2]).type().replace("torch.", "minigrad.")
     assert mg.tensor([1.0]).type() == torch.tensor([1.0]).type().replace("torch.", "minigrad.")
+
+
+# ============================================================================ printing and the device questions
+@pytest.fixture
+def print_options():
+    from minigrad.tensor import PRINT_OPTIONS  # (the module: minigrad.tensor the name is the function)
+
+    saved = dict(PRINT_OPTIONS)
+    yield
+    PRINT_OPTIONS.clear()
+    PRINT_OPTIONS.update(saved)
+
+
+def test_set_printoptions_changes_how_tensors_print(print_options):
+    x = mg.tensor(np.array([1.23456789, -0.5]))
+    assert "1.2346" in repr(x)
+    mg.set_printoptions(precision=2)
+    assert "1.23," in repr(x) and "1.2346" not in repr(x)
+    mg.set_printoptions(sci_mode=True)
+    assert "1.23e+00" in repr(x)
+    mg.set_printoptions(threshold=5, edgeitems=1)
+    assert repr(mg.arange(10.0)).startswith("tensor([0., ..., 9.]")  # one at each end; sci_mode back to None, as PyTorch
+    mg.set_printoptions(profile="full")
+    assert "..." not in repr(mg.arange(2000.0))
+    with pytest.raises(ValueError, match="set_printoptions: profile must be one of"):
+        mg.set_printoptions(profile="long")
+    with pytest.raises(ValueError, match="set_printoptions: precision must be an integer >= 0"):
+        mg.set_printoptions(precision=-1)
+
+
+def test_printing_as_before_by_default():
+    x = mg.tensor(np.array([[1.0, 2.5], [3.0, 1e-5]]))
+    assert repr(x).startswith("tensor(" + np.array2string(x.numpy(), separator=", ", prefix="tensor(", precision=4))
+
+
+def test_pytorchs_device_questions_say_cpu():
+    device = "cuda" if mg.cuda.is_available() else "mps" if mg.backends.mps.is_available() else "cpu"
+    assert device == "cpu" and not mg.backends.mps.is_built() and not mg.backends.cudnn.is_available()
+    assert not mg.accelerator.is_available() and mg.accelerator.current_accelerator() is None
+    assert mg.accelerator.device_count() == 0
+    assert mg.tensor([1.0]).to(device).device.type == "cpu"

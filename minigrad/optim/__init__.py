@@ -14,6 +14,9 @@ The schedules live in `minigrad.optim.lr_scheduler` (lr_scheduler.py), as in PyT
 CosineAnnealingLR, OneCycleLR, ReduceLROnPlateau, ...; the ones minigrad had before it (LRScheduler,
 LambdaLR, WarmupCosineLR, NoamLR, cosine_with_warmup, noam) are also reachable from here.
 
+The optimizers, with PyTorch's names, arguments, defaults and update rules: SGD, Adam, AdamW,
+RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam.
+
 Notation in the update-rule comments: θ is a parameter, g its gradient, lr the learning rate,
 λ the weight decay, t the step number (1, 2, ...).
 
@@ -34,7 +37,8 @@ from . import lr_scheduler
 from .lr_scheduler import LambdaLR, LRScheduler, NoamLR, WarmupCosineLR, cosine_with_warmup, noam
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "clip_grad_norm_", "lr_scheduler",
+    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+    "clip_grad_norm_", "lr_scheduler",
     "cosine_with_warmup", "noam", "LRScheduler", "LambdaLR", "WarmupCosineLR", "NoamLR",
 ]
 
@@ -194,6 +198,28 @@ def _plain(value):
 def _check(condition, message):
     if not condition:
         raise ValueError(message)
+
+
+def _check_not_negative(name, **values):
+    """ValueError for the first of `values` (lr=..., eps=..., ...) that is negative (or NaN)."""
+    for key, value in values.items():
+        _check(value >= 0.0, f"{name}: {key} must be >= 0, got {value}")
+
+
+def _check_betas(name, betas):
+    _check(len(betas) == 2 and all(0.0 <= b < 1.0 for b in betas),
+           f"{name}: betas must be two numbers in [0, 1), got {betas}")
+
+
+def _gradient(p, weight_decay):
+    """p's gradient as an array in p's dtype, plus λθ if weight_decay λ ≠ 0 (the L2 penalty).
+    Adding λθ makes a new array, so p.grad itself is left as backward() wrote it."""
+    theta, g = p.numpy(), p.grad.numpy()
+    if g.dtype != theta.dtype:
+        g = g.astype(theta.dtype)  # (a float64 gradient on a float32 parameter: work in float32)
+    if weight_decay != 0:
+        g = g + weight_decay * theta  # g ← g + λθ
+    return g
 
 
 class SGD(Optimizer):
@@ -362,30 +388,274 @@ class RMSprop(Optimizer):
                 p._bump("RMSprop.step")
 
 
+class Adagrad(Optimizer):
+    """Adagrad (Duchi, Hazan & Singer, 2011): each coordinate's step is divided by the root of the
+    sum of all its squared gradients so far, as PyTorch's Adagrad.
+
+        g ← g + λθ                                  (if weight_decay λ > 0)
+        lr_t = lr / (1 + (t − 1)·lr_decay)
+        s ← s + g²                                  (from s = initial_accumulator_value)
+        θ ← θ − lr_t · g / (√s + eps)
+
+    Coordinates with large or frequent gradients slow down, rare ones keep large steps. As s only
+    grows, the steps only shrink; RMSprop and Adadelta replace the sum by a running mean.
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0,
+                 eps=1e-10):
+        _check_not_negative("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                            initial_accumulator_value=initial_accumulator_value, eps=eps)
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps))
+
+    def step(self):
+        for group in self.param_groups:
+            lr, lr_decay, wd, eps = (group[k] for k in ("lr", "lr_decay", "weight_decay", "eps"))
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                theta = p.numpy()
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {"step": 0,
+                                             "sum": np.full_like(theta, group["initial_accumulator_value"])}
+                state["step"] += 1
+                g = _gradient(p, wd)                                      # g ← g + λθ
+                lr_t = lr / (1 + (state["step"] - 1) * lr_decay)          # lr_t = lr / (1 + (t − 1)·lr_decay)
+                s = state["sum"]
+                s += g * g                                                # s ← s + g²
+                work = self._work_array(p)
+                np.sqrt(s, out=work)                                      # θ ← θ − lr_t·g / (√s + eps)
+                work += eps
+                np.divide(g, work, out=work)
+                work *= lr_t
+                theta -= work
+                p._bump("Adagrad.step")
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler, 2012): RMSprop's running mean of g², and a running mean of the squared
+    steps whose root takes the place of a learning rate, so that a step has the units of θ.
+    As PyTorch's Adadelta.
+
+        g ← g + λθ                                  (if weight_decay λ > 0)
+        v ← ρ·v + (1 − ρ)·g²                        (running mean of g², from v = 0)
+        Δ = √(u + eps) / √(v + eps) · g             (u: running mean of Δ², from u = 0)
+        u ← ρ·u + (1 − ρ)·Δ²
+        θ ← θ − lr·Δ
+
+    The paper's rule is lr = 1 (the default); PyTorch's lr scales the step.
+    """
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0):
+        _check_not_negative("Adadelta", lr=lr)
+        _check(0.0 <= rho <= 1.0, f"Adadelta: rho must be in [0, 1], got {rho}")
+        _check_not_negative("Adadelta", eps=eps, weight_decay=weight_decay)
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
+
+    def step(self):
+        for group in self.param_groups:
+            lr, rho, eps, wd = (group[k] for k in ("lr", "rho", "eps", "weight_decay"))
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                theta = p.numpy()
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {"step": 0, "square_avg": np.zeros_like(theta),
+                                             "acc_delta": np.zeros_like(theta)}
+                state["step"] += 1
+                g = _gradient(p, wd)                                      # g ← g + λθ
+                v, u = state["square_avg"], state["acc_delta"]
+                v *= rho                                                  # v ← ρv + (1 − ρ)g²
+                v += (1 - rho) * g * g
+                delta = np.sqrt(u + eps) / np.sqrt(v + eps) * g           # Δ = √(u + eps) / √(v + eps) · g
+                u *= rho                                                  # u ← ρu + (1 − ρ)Δ²
+                u += (1 - rho) * delta * delta
+                theta -= lr * delta                                       # θ ← θ − lr·Δ
+                p._bump("Adadelta.step")
+
+
+class Adamax(Optimizer):
+    """Adamax (Kingma & Ba, 2015, section 7): Adam with the root mean square of the gradients
+    replaced by a decaying maximum of |g| (an infinity norm), as PyTorch's Adamax.
+
+        g ← g + λθ                                  (if weight_decay λ > 0)
+        m ← β1·m + (1 − β1)·g                       (running mean of g, from m = 0)
+        u ← max(β2·u, |g| + eps)                    (decaying maximum of |g|, from u = 0)
+        θ ← θ − (lr / (1 − β1^t)) · m / u           (m's bias correction; u needs none)
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        _check_not_negative("Adamax", lr=lr)
+        _check_betas("Adamax", betas)
+        _check_not_negative("Adamax", eps=eps, weight_decay=weight_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+
+    def step(self):
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                theta = p.numpy()
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(theta),
+                                             "exp_inf": np.zeros_like(theta)}
+                state["step"] += 1
+                g = _gradient(p, wd)                                      # g ← g + λθ
+                m, u = state["exp_avg"], state["exp_inf"]
+                m *= beta1                                                # m ← β1·m + (1 − β1)·g
+                m += (1 - beta1) * g
+                u *= beta2                                                # u ← max(β2·u, |g| + eps)
+                np.maximum(u, np.abs(g) + eps, out=u)
+                work = self._work_array(p)
+                np.divide(m, u, out=work)                                 # θ ← θ − (lr / (1 − β1^t))·m / u
+                work *= lr / (1 - beta1 ** state["step"])
+                theta -= work
+                p._bump("Adamax.step")
+
+
+class NAdam(Optimizer):
+    """NAdam (Dozat, 2016): Adam with Nesterov momentum (the step already uses the next step's
+    momentum) and a momentum coefficient μ_t that warms up from β1/2 towards β1, as PyTorch's NAdam.
+
+        θ ← θ − lr·λ·θ   if decoupled_weight_decay (NAdamW),  else  g ← g + λθ     (if λ > 0)
+        μ_t = β1·(1 − ½·0.96^(t·ψ))                 (ψ = momentum_decay)
+        m ← β1·m + (1 − β1)·g                       (running mean of g, from m = 0)
+        v ← β2·v + (1 − β2)·g²                      (running mean of g², from v = 0)
+        d = √v̂ + eps,   v̂ = v / (1 − β2^t)
+        θ ← θ − lr·(1 − μ_t) / (1 − μ_1⋯μ_t) · g/d  −  lr·μ_{t+1} / (1 − μ_1⋯μ_{t+1}) · m/d
+
+    The product μ_1⋯μ_t (a number, from 1) is kept in the state as "mu_product".
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False):
+        _check_not_negative("NAdam", lr=lr)
+        _check_betas("NAdam", betas)
+        _check_not_negative("NAdam", eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay))
+
+    def step(self):
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            psi, decoupled = group["momentum_decay"], group["decoupled_weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                theta = p.numpy()
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {"step": 0, "mu_product": 1.0, "exp_avg": np.zeros_like(theta),
+                                             "exp_avg_sq": np.zeros_like(theta)}
+                state["step"] += 1
+                t = state["step"]
+                if decoupled and wd != 0:
+                    theta *= 1 - lr * wd                                  # θ ← θ − lr·λ·θ
+                g = _gradient(p, 0.0 if decoupled else wd)                # g ← g + λθ
+                mu = beta1 * (1 - 0.5 * 0.96 ** (t * psi))                # μ_t = β1·(1 − ½·0.96^(tψ))
+                mu_next = beta1 * (1 - 0.5 * 0.96 ** ((t + 1) * psi))     # μ_{t+1}
+                state["mu_product"] *= mu                                 # μ_1⋯μ_t
+                mu_product = state["mu_product"]
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m *= beta1                                                # m ← β1·m + (1 − β1)·g
+                m += (1 - beta1) * g
+                v *= beta2                                                # v ← β2·v + (1 − β2)·g²
+                v += (1 - beta2) * g * g
+                d = self._work_array(p)
+                np.divide(v, 1 - beta2 ** t, out=d)                       # d = √v̂ + eps,  v̂ = v / (1 − β2^t)
+                np.sqrt(d, out=d)
+                d += eps
+                # θ ← θ − lr·(1 − μ_t) / (1 − μ_1⋯μ_t) · g/d  −  lr·μ_{t+1} / (1 − μ_1⋯μ_{t+1}) · m/d
+                theta -= lr * (1 - mu) / (1 - mu_product) * g / d
+                theta -= lr * mu_next / (1 - mu_product * mu_next) * m / d
+                p._bump("NAdam.step")
+
+
+class RAdam(Optimizer):
+    """RAdam (Liu et al., 2020): Adam whose adaptive step starts only once the variance of v̂ can
+    be estimated (ρ_t > 5), scaled by a rectification factor r_t; before that the update is SGD
+    with momentum. As PyTorch's RAdam.
+
+        θ ← θ − lr·λ·θ   if decoupled_weight_decay (RAdamW),  else  g ← g + λθ     (if λ > 0)
+        m ← β1·m + (1 − β1)·g                       (running mean of g, from m = 0)
+        v ← β2·v + (1 − β2)·g²                      (running mean of g², from v = 0)
+        m̂ = m / (1 − β1^t)
+        ρ∞ = 2 / (1 − β2) − 1,   ρ_t = ρ∞ − 2t·β2^t / (1 − β2^t)    (length of the moving average)
+        if ρ_t > 5:  r_t = √((ρ_t − 4)(ρ_t − 2)ρ∞ / ((ρ∞ − 4)(ρ∞ − 2)ρ_t))
+                     θ ← θ − lr·m̂ · r_t·√(1 − β2^t) / (√v + eps)
+        else:        θ ← θ − lr·m̂
+
+    With β2 = 0.999, ρ_t ≈ t for small t: the first 5 steps are momentum steps.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 decoupled_weight_decay=False):
+        _check_not_negative("RAdam", lr=lr)
+        _check_betas("RAdam", betas)
+        _check_not_negative("RAdam", eps=eps, weight_decay=weight_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay))
+
+    def step(self):
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            decoupled = group["decoupled_weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                theta = p.numpy()
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(theta),
+                                             "exp_avg_sq": np.zeros_like(theta)}
+                state["step"] += 1
+                t = state["step"]
+                if decoupled and wd != 0:
+                    theta *= 1 - lr * wd                                  # θ ← θ − lr·λ·θ
+                g = _gradient(p, 0.0 if decoupled else wd)                # g ← g + λθ
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m *= beta1                                                # m ← β1·m + (1 − β1)·g
+                m += (1 - beta1) * g
+                v *= beta2                                                # v ← β2·v + (1 − β2)·g²
+                v += (1 - beta2) * g * g
+                bias1, bias2 = 1 - beta1 ** t, 1 - beta2 ** t
+                rho_inf = 2 / (1 - beta2) - 1                             # ρ∞ = 2 / (1 − β2) − 1
+                rho_t = rho_inf - 2 * t * beta2 ** t / bias2              # ρ_t = ρ∞ − 2t·β2^t / (1 − β2^t)
+                work = self._work_array(p)
+                if rho_t > 5:
+                    # r_t = √((ρ_t − 4)(ρ_t − 2)ρ∞ / ((ρ∞ − 4)(ρ∞ − 2)ρ_t))
+                    r_t = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                    # θ ← θ − lr·m̂ · r_t·√(1 − β2^t) / (√v + eps)
+                    np.sqrt(v, out=work)
+                    work += eps
+                    np.divide(m, work, out=work)
+                    work *= lr / bias1 * r_t * math.sqrt(bias2)
+                else:
+                    np.multiply(m, lr / bias1, out=work)                  # θ ← θ − lr·m̂,  m̂ = m / (1 − β1^t)
+                theta -= work
+                p._bump("RAdam.step")
+
+
 # ============================================================================ gradient clipping
 @replayed_as_a_call
 def clip_grad_norm_(parameters, max_norm):
-    """Scale all gradients together so that their total L2 norm is at most `max_norm`.
+    """Scale all gradients together so that their total L2 norm is at most `max_norm`:
+    `minigrad.nn.utils.clip_grad_norm_` with norm_type 2, its total returned as a Python float
+    (handy for logging) instead of a tensor.
 
         total = √(Σ over every gradient entry of g²)      (summed in float64)
-        if total > max_norm:  g ← g · max_norm / (total + 1e-6)   for every gradient, in place
+        g ← g · min(1, max_norm / (total + 1e-6))          for every gradient, in place
 
     Parameters whose `.grad` is None are ignored. A parameter listed twice (`[w, w]`, or two
     parameter groups that share a weight) counts once: its gradient enters `total` once and is
     scaled once. (PyTorch does not de-duplicate: there `[w, w]` counts w's norm twice and scales
-    `w.grad` twice.) Returns `total` (before clipping) as a Python
-    float, handy for logging. If `total` is inf or NaN the gradients are left alone and `total` is
+    `w.grad` twice.) If `total` is inf or NaN the gradients are left alone and `total` is
     returned, so the caller can see the problem and skip the step.
     """
-    if isinstance(parameters, Tensor):
-        parameters = [parameters]
-    grads = list({id(p): p.grad.numpy() for p in parameters if p.grad is not None}.values())  # the arrays
-    total_sq = 0.0
-    for g in grads:
-        total_sq += kernels.sum_squares(g.ravel())  # Σ g², in float64
-    total = math.sqrt(total_sq)
-    if math.isfinite(total) and total > max_norm:
-        scale = max_norm / (total + 1e-6)
-        for g in grads:
-            g *= scale
-    return total
+    from ..nn.utils import clip_grad_norm_ as clip  # (nn imports optim's neighbours, not optim: no cycle)
+
+    return float(clip(parameters, max_norm))
