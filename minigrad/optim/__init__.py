@@ -106,6 +106,19 @@ class Optimizer:
         """Update every parameter that has a gradient. Subclasses implement this."""
         raise NotImplementedError
 
+    def _state(self, p, **first):
+        """p's state, made on its first update from `first` (name -> a number, or None for an array
+        of zeros like p: `self._state(p, exp_avg=None)`), with "step": 0; then counts this update
+        (state["step"] += 1) and returns it."""
+        state = self.state.get(p)
+        if state is None:
+            theta = p.numpy()
+            state = self.state[p] = {"step": 0}
+            for name, value in first.items():
+                state[name] = np.zeros_like(theta) if value is None else value
+        state["step"] += 1
+        return state
+
     def _work_array(self, p):
         """A scratch array shaped and typed like `p`, shared by parameters of the same shape."""
         key = (p.shape, p.dtype)
@@ -299,11 +312,7 @@ class Adam(Optimizer):
                 if p.grad is None:
                     continue
                 theta = p.numpy()
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(theta),
-                                             "exp_avg_sq": np.zeros_like(theta)}
-                state["step"] += 1
+                state = self._state(p, exp_avg=None, exp_avg_sq=None)
                 # in place, in one pass over memory (numba) or in numpy (see kernels/adam.py):
                 #   g ← g + λθ  (Adam)  or  θ ← θ − lr·λ·θ  (AdamW)
                 #   m ← β1·m + (1 − β1)·g,  v ← β2·v + (1 − β2)·g²
@@ -360,10 +369,7 @@ class RMSprop(Optimizer):
                 theta, g = p.numpy(), p.grad.numpy()
                 if wd != 0:
                     g = g + wd * theta                                    # g ← g + λθ
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {"step": 0, "square_avg": np.zeros_like(theta)}
-                state["step"] += 1
+                state = self._state(p, square_avg=None)
                 v = state["square_avg"]
                 v *= alpha                                                # v ← αv + (1 − α)g²
                 v += (1 - alpha) * g * g
@@ -415,11 +421,9 @@ class Adagrad(Optimizer):
                 if p.grad is None:
                     continue
                 theta = p.numpy()
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {"step": 0,
-                                             "sum": np.full_like(theta, group["initial_accumulator_value"])}
-                state["step"] += 1
+                state = self._state(p, sum=None)
+                if state["step"] == 1:  # (the sum starts at initial_accumulator_value)
+                    state["sum"] += group["initial_accumulator_value"]
                 g = _gradient(p, wd)                                      # g ← g + λθ
                 lr_t = lr / (1 + (state["step"] - 1) * lr_decay)          # lr_t = lr / (1 + (t − 1)·lr_decay)
                 s = state["sum"]
@@ -460,11 +464,7 @@ class Adadelta(Optimizer):
                 if p.grad is None:
                     continue
                 theta = p.numpy()
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {"step": 0, "square_avg": np.zeros_like(theta),
-                                             "acc_delta": np.zeros_like(theta)}
-                state["step"] += 1
+                state = self._state(p, square_avg=None, acc_delta=None)
                 g = _gradient(p, wd)                                      # g ← g + λθ
                 v, u = state["square_avg"], state["acc_delta"]
                 v *= rho                                                  # v ← ρv + (1 − ρ)g²
@@ -499,11 +499,7 @@ class Adamax(Optimizer):
                 if p.grad is None:
                     continue
                 theta = p.numpy()
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(theta),
-                                             "exp_inf": np.zeros_like(theta)}
-                state["step"] += 1
+                state = self._state(p, exp_avg=None, exp_inf=None)
                 g = _gradient(p, wd)                                      # g ← g + λθ
                 m, u = state["exp_avg"], state["exp_inf"]
                 m *= beta1                                                # m ← β1·m + (1 − β1)·g
@@ -547,11 +543,7 @@ class NAdam(Optimizer):
                 if p.grad is None:
                     continue
                 theta = p.numpy()
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {"step": 0, "mu_product": 1.0, "exp_avg": np.zeros_like(theta),
-                                             "exp_avg_sq": np.zeros_like(theta)}
-                state["step"] += 1
+                state = self._state(p, mu_product=1.0, exp_avg=None, exp_avg_sq=None)
                 t = state["step"]
                 if decoupled and wd != 0:
                     theta *= 1 - lr * wd                                  # θ ← θ − lr·λ·θ
@@ -608,11 +600,7 @@ class RAdam(Optimizer):
                 if p.grad is None:
                     continue
                 theta = p.numpy()
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {"step": 0, "exp_avg": np.zeros_like(theta),
-                                             "exp_avg_sq": np.zeros_like(theta)}
-                state["step"] += 1
+                state = self._state(p, exp_avg=None, exp_avg_sq=None)
                 t = state["step"]
                 if decoupled and wd != 0:
                     theta *= 1 - lr * wd                                  # θ ← θ − lr·λ·θ
