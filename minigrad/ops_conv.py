@@ -15,7 +15,8 @@ the same three products run one image at a time, a few output rows at once, so t
 columns stay in cache and y comes out in its own layout (`kernels.conv2d_forward`, kernels/conv2d.py).
 
 Average pooling is im2col and a mean over each column; max pooling has kernels of its own
-(kernels/pool.py); adaptive pooling and interpolation are fixed linear maps along each axis.
+(kernels/pool.py); adaptive average pooling and interpolation are fixed linear maps along each axis;
+adaptive max pooling, whose windows differ in size, loops over its windows.
 """
 import numpy as np
 
@@ -297,6 +298,33 @@ class MaxPool2d(Function):
         return y, indices
 
     rule = "the max of a window passes g to the input it came from; the others get 0"
+
+    @staticmethod
+    def backward(ctx, g, g_indices=None):
+        return kernels.max_pool2d_backward(g, ctx.indices, ctx.shape)
+
+
+class AdaptiveMaxPool2d(Function):
+    """x (N, C, H, W) -> (the max of each window (N, C, OH, OW), its position h W + w in x's plane, int64),
+    for windows of different sizes: window (i, j) covers the rows rows[i] = (start, end) and the columns
+    cols[j] (nn/pooling.py works them out: PyTorch's floor(i H / OH) to ceil((i + 1) H / OH)). Neighbours
+    may share a row or column, so a loop over the OH OW windows, each one numpy max over all (n, c)."""
+
+    @staticmethod
+    def forward(ctx, x, *, rows, cols):
+        n, c, h, w = x.shape
+        y = np.empty((n, c, len(rows), len(cols)), dtype=x.dtype)
+        indices = np.empty(y.shape, dtype=np.int64)
+        for i, (h0, h1) in enumerate(rows):
+            for j, (w0, w1) in enumerate(cols):
+                window = x[:, :, h0:h1, w0:w1].reshape(n, c, -1)  # (N, C, taps), taps row by row
+                arg = window.argmax(axis=2)  # the first max (a NaN counts as the largest), as kernels/pool.py
+                y[:, :, i, j] = np.take_along_axis(window, arg[..., None], axis=2)[..., 0]
+                indices[:, :, i, j] = (h0 + arg // (w1 - w0)) * w + w0 + arg % (w1 - w0)
+        ctx.indices, ctx.shape = indices, x.shape
+        return y, indices
+
+    rule = "the max of a window passes g to the input it came from (summed where windows share it)"
 
     @staticmethod
     def backward(ctx, g, g_indices=None):

@@ -10,6 +10,13 @@ from .layers import (
 )
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d
+from .pooling import AdaptiveAvgPool1d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d
+from .padding import (
+    CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d,
+    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+    ZeroPad3d,
+)
+from .layers import Dropout1d, Dropout2d, Dropout3d, PixelShuffle, PixelUnshuffle
 from .sampling import Upsample
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential, Summary, summary
 from .containers import ParameterDict, ParameterList
@@ -17,6 +24,15 @@ from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, 
 from .layers import Unflatten
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from . import utils  # noqa: E402  (nn.utils.clip_grad_norm_, as torch.nn.utils; after Module, which it needs)
+
+from .transformer import (  # noqa: E402  (PyTorch's own Transformer modules; the paper's is in transformer/)
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "utils", "Module", "ModuleList", "ModuleDict", "Sequential", "Parameter", "summary",
@@ -29,4 +45,10 @@ __all__ = [
     "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "Unflatten",
     "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Upsample",
     "RNNBase", "RNN", "GRU", "LSTM", "RNNCellBase", "RNNCell", "GRUCell", "LSTMCell",
+    "Dropout1d", "Dropout2d", "Dropout3d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
+    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+    "CircularPad2d", "CircularPad3d", "PixelShuffle", "PixelUnshuffle",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+    "TransformerDecoder", "Transformer",
 ]

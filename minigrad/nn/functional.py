@@ -15,7 +15,10 @@ from ..tensor import Tensor
 from .normalization import batch_norm, group_norm, instance_norm  # noqa: F401  (re-exported)
 from .conv import conv1d, conv2d, conv_transpose2d, fold, unfold  # noqa: F401  (re-exported)
 from .padding import pad  # noqa: F401  (re-exported)
-from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool1d, max_pool2d  # noqa: F401  (re-exported)
+from .pooling import (  # noqa: F401  (re-exported)
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,
+    max_pool1d, max_pool2d,
+)
 from .sampling import interpolate  # noqa: F401  (re-exported)
 
 
@@ -127,6 +130,105 @@ def prelu(input, weight):
         raise ValueError(f"prelu: {n} slopes (weight {tuple(weight.shape)}) need an input with {n} channels in dim 1, "
                          f"got shape {tuple(x.shape)}")
     return ops.PReLU.apply(x, slope)  # (x = 0 takes the slope's side: gradient a, as PyTorch)
+
+
+# ---------------------------------------------------------------------- channel dropout
+def _feature_dropout(name, x, p, training, generator):
+    """Dropout of whole channels: x (N, C, *positions) times a mask m (N, C, 1, ..., 1), which is 0
+    with probability p and 1 / (1 - p) otherwise, one number per (sample, channel), broadcast over the
+    channel's positions. (Neighbouring pixels of a feature map are strongly correlated, so dropping
+    them one at a time hardly regularises; dropping the whole map does: Tompson et al., 2015.)
+
+    m is ops.Dropout applied to ones (N, C, 1, ...): drawn inside that op, from `generator` (a
+    minigrad.Generator) or the default one, so a replayed step (minigrad.compile) draws afresh."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name}: dropout probability p must be in [0, 1], got {p}")
+    if x.dtype.kind != "f":
+        raise TypeError(f"{name}: expected a float input, got {x.dtype}")
+    if not training or p == 0.0:
+        return x
+    ones = Tensor(np.ones(x.shape[:2] + (1,) * (x.ndim - 2), dtype=x.dtype))
+    return x * ops.Dropout.apply(ones, p=p, generator=generator)
+
+
+def dropout1d(input, p=0.5, training=True, *, generator=None):
+    """input (N, C, L) or (C, L) with whole channels zeroed (probability p each, a new draw per sample)
+    and the others scaled by 1 / (1 - p); the identity when not training. See _feature_dropout."""
+    x = as_tensor(input)
+    if x.ndim not in (2, 3):
+        raise ValueError(f"dropout1d: expected input (N, C, L) or (C, L), got shape {x.shape}")
+    if x.ndim == 2:
+        return _feature_dropout("dropout1d", x.unsqueeze(0), p, training, generator).squeeze(0)
+    return _feature_dropout("dropout1d", x, p, training, generator)
+
+
+def dropout2d(input, p=0.5, training=True, *, generator=None):
+    """input (N, C, H, W) with whole channels (feature maps) zeroed, probability p each, the others
+    scaled by 1 / (1 - p); the identity when not training. See _feature_dropout.
+
+    A 3-D input is taken, as PyTorch does (with a warning), as (N, C, L): it zeroes whole rows of
+    each (C, H, W) image, not channels; for an unbatched image call x.unsqueeze(0) first, or use
+    dropout1d for (N, C, L)."""
+    x = as_tensor(input)
+    if x.ndim not in (3, 4):
+        raise ValueError(f"dropout2d: expected input (N, C, H, W) (or (N, C, L), as PyTorch), got shape {x.shape}")
+    if x.ndim == 3:
+        warnings.warn("dropout2d: a 3-D input is taken as (N, C, L), as PyTorch does, and its dim 1 dropped whole; "
+                      "for channel dropout of an unbatched image (C, H, W) pass x.unsqueeze(0), and for (N, C, L) "
+                      "use dropout1d", UserWarning, stacklevel=2)
+    return _feature_dropout("dropout2d", x, p, training, generator)
+
+
+def dropout3d(input, p=0.5, training=True, *, generator=None):
+    """input (N, C, D, H, W) or (C, D, H, W) with whole channels zeroed (probability p each) and the
+    others scaled by 1 / (1 - p); the identity when not training. See _feature_dropout."""
+    x = as_tensor(input)
+    if x.ndim not in (4, 5):
+        raise ValueError(f"dropout3d: expected input (N, C, D, H, W) or (C, D, H, W), got shape {x.shape}")
+    if x.ndim == 4:
+        return _feature_dropout("dropout3d", x.unsqueeze(0), p, training, generator).squeeze(0)
+    return _feature_dropout("dropout3d", x, p, training, generator)
+
+
+# ---------------------------------------------------------------------- pixel shuffle
+def _shuffle_args(name, input, factor, what):
+    x = as_tensor(input)
+    if not isinstance(factor, numbers.Integral) or isinstance(factor, bool) or factor < 1:
+        raise ValueError(f"{name}: {what} must be a positive int, got {factor!r}")
+    if x.ndim < 3:
+        raise ValueError(f"{name}: expected input (*, C, H, W), at least 3-D, got shape {x.shape}")
+    return x, int(factor), x.shape[:-3], len(x.shape) - 3
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r), r = upscale_factor: each group of r^2 channels becomes
+    the r x r blocks of one channel (the upsampling of a sub-pixel convolution, Shi et al., 2016):
+
+        y[..., c, h r + i, w r + j] = x[..., c r^2 + i r + j, h, w]
+
+    A reshape to (*, C, r, r, H, W), a permutation to (*, C, H, r, W, r) and a reshape: no numbers
+    change, so the gradient is g moved back the same way."""
+    x, r, batch, b = _shuffle_args("pixel_shuffle", input, upscale_factor, "upscale_factor")
+    c, h, w = x.shape[-3:]
+    if c % (r * r):
+        raise ValueError(f"pixel_shuffle: the channels ({c}, dim -3 of the input {x.shape}) must be divisible by "
+                         f"upscale_factor^2 = {r * r}")
+    x = x.reshape(batch + (c // (r * r), r, r, h, w))
+    x = x.permute(*range(b), b, b + 3, b + 1, b + 4, b + 2)
+    return x.reshape(batch + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W), r = downscale_factor: pixel_shuffle undone, each r x r
+    block of a channel becomes r^2 channels:   y[..., c r^2 + i r + j, h, w] = x[..., c, h r + i, w r + j]"""
+    x, r, batch, b = _shuffle_args("pixel_unshuffle", input, downscale_factor, "downscale_factor")
+    c, h, w = x.shape[-3:]
+    if h % r or w % r:
+        raise ValueError(f"pixel_unshuffle: the height and width {(h, w)} of the input {x.shape} must be divisible "
+                         f"by downscale_factor = {r}")
+    x = x.reshape(batch + (c, h // r, r, w // r, r))
+    x = x.permute(*range(b), b, b + 2, b + 4, b + 1, b + 3)
+    return x.reshape(batch + (c * r * r, h // r, w // r))
 
 
 def one_hot(tensor, num_classes=-1):

@@ -79,21 +79,77 @@ class Embedding(Module):
         return f"{self.num_embeddings}, {self.embedding_dim}{padding}"
 
 
-class Dropout(Module):
-    """Zero each element with probability p while training (scaling the rest by 1/(1-p))."""
+class _DropoutNd(Module):
+    """What the dropout layers share: p, the generator of the masks, and the identity in eval()."""
 
     def __init__(self, p=0.5, *, generator=None):
         super().__init__()
         if not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+            raise ValueError(f"{type(self).__name__}: p must be in [0, 1], got {p}")
         self.p = p
         self.generator = generator  # a minigrad.Generator for the masks; None: the default one
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class Dropout(_DropoutNd):
+    """Zero each element with probability p while training (scaling the rest by 1/(1-p))."""
 
     def forward(self, x):
         return F.dropout(x, self.p, self.training, generator=self.generator)
 
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels with probability p while training (scaling the rest by 1/(1-p)):
+    (N, C, L) or (C, L); see F.dropout1d."""
+
+    def forward(self, x):
+        return F.dropout1d(x, self.p, self.training, generator=self.generator)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole feature maps with probability p while training (scaling the rest by 1/(1-p)):
+    (N, C, H, W); see F.dropout2d (and what it does with a 3-D input, as PyTorch)."""
+
+    def forward(self, x):
+        return F.dropout2d(x, self.p, self.training, generator=self.generator)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels with probability p while training (scaling the rest by 1/(1-p)):
+    (N, C, D, H, W) or (C, D, H, W); see F.dropout3d."""
+
+    def forward(self, x):
+        return F.dropout3d(x, self.p, self.training, generator=self.generator)
+
+
+class PixelShuffle(Module):
+    """(*, C r^2, H, W) -> (*, C, H r, W r), r = upscale_factor; see F.pixel_shuffle."""
+
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, x):
+        return F.pixel_shuffle(x, self.upscale_factor)
+
     def extra_repr(self):
-        return f"p={self.p}"
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """(*, C, H r, W r) -> (*, C r^2, H, W), r = downscale_factor; see F.pixel_unshuffle."""
+
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, x):
+        return F.pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
 
 
 class ReLU(Module):

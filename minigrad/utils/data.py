@@ -7,22 +7,35 @@
     for x, y in DataLoader(train, batch_size=32, shuffle=True):
         ...                                                  # x (32, ...) and y (32,): Tensors
 
-A `Dataset` is anything with `__getitem__(i)` and `__len__()`. A `DataLoader` walks it in batches
-(shuffled anew at every pass when shuffle=True) and `collate_fn` turns each list of items into
-one batch: by default `default_collate`, which stacks tensors, arrays and numbers into Tensors.
+A `Dataset` is anything with `__getitem__(i)` and `__len__()`; `Subset` picks some of its items,
+`ConcatDataset` (or `a + b`) puts datasets one after the other. A `DataLoader` walks a dataset in
+batches, in three steps, as PyTorch's:
+
+    sampler         which items, in which order: SequentialSampler (0, 1, 2, ...), RandomSampler
+                    (shuffle=True: a new random order at every pass), SubsetRandomSampler,
+                    WeightedRandomSampler, or your own `sampler=`
+    batch_sampler   the sampler's indices in lists of batch_size (BatchSampler; drop_last drops a
+                    last short one), or your own `batch_sampler=`
+    collate_fn      each list of items -> one batch: by default `default_collate`, which stacks
+                    tensors, arrays and numbers into Tensors
+
 Batches are made in the calling process (there are no worker processes).
 """
+import bisect
+import itertools
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .. import random
-from ..creation import stack
+from ..creation import multinomial, stack
 from ..tensor import Tensor
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "DataLoader", "default_collate", "random_split"]
+__all__ = ["Dataset", "TensorDataset", "Subset", "ConcatDataset", "DataLoader", "default_collate", "default_convert",
+           "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+           "WeightedRandomSampler", "BatchSampler"]
 
 
 class Dataset:
@@ -34,6 +47,10 @@ class Dataset:
 
     def __len__(self):
         raise NotImplementedError(f"{type(self).__name__} must define __len__()")
+
+    def __add__(self, other):
+        """a + b: the items of a, then those of b (a ConcatDataset)."""
+        return ConcatDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -68,6 +85,29 @@ class Subset(Dataset):
 
     def __len__(self):
         return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    """Datasets one after the other: item i is item i - start of the dataset whose items start..stop
+    hold i. `cumulative_sizes[k]` is how many items datasets 0..k hold together."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ValueError("ConcatDataset: datasets should not be an empty iterable")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, index):
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"ConcatDataset: index {index} is out of range for {n} items")
+        index = index % n  # (a negative index counts from the end)
+        which = bisect.bisect_right(self.cumulative_sizes, index)  # the first dataset that ends after index
+        start = self.cumulative_sizes[which - 1] if which else 0
+        return self.datasets[which][index - start]
 
 
 def random_split(dataset, lengths, generator=None):
@@ -130,46 +170,217 @@ def default_collate(batch):
                     "numpy arrays, numbers, strings, and dicts, tuples and lists of them); pass collate_fn=")
 
 
-# ---------------------------------------------------------------------------- the loader
-class DataLoader:
-    """Batches of `dataset`, as `torch.utils.data.DataLoader`:
+def default_convert(data):
+    """One item as it is, but numpy arrays and numbers made Tensors (through dicts, tuples and lists):
+    what a DataLoader with batch_size=None returns for each item (no batching), as PyTorch's."""
+    if isinstance(data, (np.ndarray, np.generic)) and not isinstance(data, (np.str_, np.bytes_)):
+        return data if data.dtype.kind not in "biuf" else Tensor(np.asarray(data), dtype=None)
+    if isinstance(data, Mapping):
+        return {key: default_convert(value) for key, value in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        return [default_convert(d) for d in data]
+    return data
 
-    batch_size  items per batch (the last batch may be smaller, unless drop_last=True drops it)
-    shuffle     a new random order at every pass over the data, drawn from `generator` (a
-                minigrad.Generator) or the default generator (`minigrad.manual_seed` fixes it)
-    collate_fn  list of items -> batch (default: `default_collate`)
 
-    `len(loader)` is the number of batches. num_workers is accepted for PyTorch's scripts, but
-    every batch is made in this process."""
+# ---------------------------------------------------------------------------- samplers
+class Sampler:
+    """The base of the samplers: `__iter__` yields the indices of the items to load (a batch sampler:
+    lists of them), and `__len__`, where defined, says how many."""
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, collate_fn=None, generator=None,
-                 num_workers=0, pin_memory=False):
-        if not isinstance(batch_size, numbers.Integral) or batch_size <= 0:
-            raise ValueError(f"DataLoader: batch_size must be a positive int, got {batch_size!r}")
-        if generator is not None and not isinstance(generator, random.Generator):
-            raise TypeError(f"DataLoader: generator must be a minigrad.Generator, got {type(generator).__name__}")
-        self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, int(batch_size), shuffle, drop_last
-        self.collate_fn = default_collate if collate_fn is None else collate_fn
-        self.generator, self.num_workers, self.pin_memory = generator, num_workers, pin_memory
-
-    def __len__(self):
-        n = len(self.dataset)
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-
-    def _batches_of_indices(self):
-        n = len(self.dataset)
-        order = random.rng(self.generator).permutation(n) if self.shuffle else np.arange(n)
-        stop = n - n % self.batch_size if self.drop_last else n
-        for start in range(0, stop, self.batch_size):
-            yield order[start:start + self.batch_size]
+    def __init__(self, data_source=None):
+        pass
 
     def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__()")
+
+
+def _positive_int(name, what, value):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name}: {what} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _boolean(name, what, value):
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: {what} must be True or False, got {value!r}")
+    return value
+
+
+class SequentialSampler(Sampler):
+    """0, 1, ..., len(data_source) - 1: the items in order."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    """The items in a random order, drawn anew at every pass from `generator` (a minigrad.Generator)
+    or the default one. Without replacement: a permutation of the n items (num_samples > n: whole
+    permutations one after the other, then part of one); with replacement: num_samples (default n)
+    indices drawn uniformly and independently, so some come twice and some not at all."""
+
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        name = "RandomSampler"
+        self.data_source, self.replacement = data_source, _boolean(name, "replacement", replacement)
+        self._num_samples = None if num_samples is None else _positive_int(name, "num_samples", num_samples)
+        self.generator = generator
+        if self._num_samples is None and len(data_source) == 0:
+            raise ValueError(f"{name}: the dataset is empty, so there is nothing to sample (num_samples=0)")
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        n, count = len(self.data_source), self.num_samples
+        draw = random.rng(self.generator)
+        if self.replacement:
+            yield from draw.integers(0, n, size=count).tolist()
+            return
+        for _ in range(count // n):
+            yield from draw.permutation(n).tolist()
+        if count % n:
+            yield from draw.permutation(n)[:count % n].tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given `indices` in a random order, a new one at every pass (e.g. a validation split of
+    one dataset: DataLoader(dataset, sampler=SubsetRandomSampler(valid_indices)))."""
+
+    def __init__(self, indices, generator=None):
+        self.indices, self.generator = indices, generator
+
+    def __iter__(self):
+        for i in random.rng(self.generator).permutation(len(self.indices)).tolist():
+            yield self.indices[i]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices, index i drawn with probability weights[i] / sum(weights) (weights >= 0,
+    not necessarily adding up to 1): with replacement (the default) each draw independent, as for
+    oversampling a rare class; without, no index twice. `multinomial` draws them, at every pass."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        name = "WeightedRandomSampler"
+        self.num_samples = _positive_int(name, "num_samples", num_samples)
+        self.replacement = _boolean(name, "replacement", replacement)
+        weights = np.asarray(weights.numpy() if isinstance(weights, Tensor) else weights, dtype=np.float64)
+        if weights.ndim != 1:
+            raise ValueError(f"{name}: weights must be a 1-D sequence (one weight per item), got shape {weights.shape}")
+        self.weights, self.generator = Tensor(weights), generator
+
+    def __iter__(self):
+        yield from multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist()
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    """The indices of `sampler` (a Sampler or any iterable of indices) in lists of batch_size; the
+    last list is shorter unless drop_last=True drops it."""
+
+    def __init__(self, sampler, batch_size, drop_last):
+        name = "BatchSampler"
+        self.sampler, self.batch_size = sampler, _positive_int(name, "batch_size", batch_size)
+        self.drop_last = _boolean(name, "drop_last", drop_last)
+
+    def __iter__(self):
+        batch = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+# ---------------------------------------------------------------------------- the loader
+class DataLoader:
+    """Batches of `dataset`, as `torch.utils.data.DataLoader`, with its arguments in its order:
+
+    batch_size     items per batch (the last batch may be smaller, unless drop_last=True drops it);
+                   None: no batching, each item alone (through `default_convert`)
+    shuffle        a new random order at every pass over the data (RandomSampler), drawn from
+                   `generator` (a minigrad.Generator) or the default generator (`minigrad.manual_seed`
+                   fixes it)
+    sampler        the indices to load, in order (a Sampler or any iterable with a len); not with shuffle
+    batch_sampler  the batches of indices (lists); not with batch_size, shuffle, sampler or drop_last
+    collate_fn     list of items -> batch (default: `default_collate`)
+
+    `len(loader)` is the number of batches; `loader.sampler` and `loader.batch_sampler` are the
+    samplers it uses. num_workers, pin_memory, timeout, worker_init_fn, multiprocessing_context,
+    prefetch_factor and persistent_workers are accepted for PyTorch's scripts, but every batch is
+    made in this process."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False):
+        name = "DataLoader"
+        if generator is not None and not isinstance(generator, random.Generator):
+            raise TypeError(f"{name}: generator must be a minigrad.Generator, got {type(generator).__name__}")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(f"{name}: batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                                 "sampler, and drop_last (the batch sampler makes the batches)")
+            batch_size, drop_last = None, False
+        elif batch_size is None:
+            if drop_last:
+                raise ValueError(f"{name}: batch_size=None option disables auto-batching and is mutually exclusive "
+                                 "with drop_last")
+        else:
+            batch_size = _positive_int(name, "batch_size", batch_size)
+        if sampler is not None and shuffle:
+            raise ValueError(f"{name}: sampler option is mutually exclusive with shuffle (the sampler sets the order)")
+        if sampler is None:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        elif not isinstance(sampler, (Sampler, Iterable)):
+            raise TypeError(f"{name}: sampler must be a Sampler or an iterable of indices, got "
+                            f"{type(sampler).__name__}")
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, bool(drop_last))
+        self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, bool(shuffle), drop_last
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self.collate_fn = collate_fn if collate_fn is not None else \
+            default_collate if batch_sampler is not None else default_convert
+        self.generator, self.num_workers, self.pin_memory = generator, num_workers, pin_memory
+        self.timeout, self.worker_init_fn = timeout, worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.prefetch_factor, self.persistent_workers = prefetch_factor, persistent_workers
+
+    def __len__(self):
+        return len(self.sampler if self.batch_sampler is None else self.batch_sampler)
+
+    def __iter__(self):
+        if self.batch_sampler is None:  # batch_size=None: one item at a time
+            for index in self.sampler:
+                yield self.collate_fn(self.dataset[index])
+            return
         tensors, rows = _tensor_rows(self.dataset) if self.collate_fn is default_collate else (None, None)
-        for indices in self._batches_of_indices():
+        for indices in self.batch_sampler:
             if tensors is not None:  # the batch that stacking the items would give, in one indexing per tensor
-                yield [t[rows[indices]] for t in tensors]
+                yield [t[rows[np.asarray(indices, dtype=np.int64)]] for t in tensors]
             else:
-                yield self.collate_fn([self.dataset[int(i)] for i in indices])
+                yield self.collate_fn([self.dataset[i] for i in indices])
 
 
 def _tensor_rows(dataset):

@@ -1,4 +1,5 @@
-"""minigrad.nn.utils, as torch.nn.utils: gradient clipping and parameters as one flat vector.
+"""minigrad.nn.utils, as torch.nn.utils: gradient clipping and parameters as one flat vector; and
+`nn.utils.rnn` (rnn.py): sequences of different lengths padded into one batch.
 
     loss.backward()
     nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)   # all gradients together
@@ -10,10 +11,10 @@ import math
 
 import numpy as np
 
-from .. import kernels
-from ..compile import replayed_as_a_call
-from ..creation import cat
-from ..tensor import Tensor
+from ... import kernels
+from ...compile import replayed_as_a_call
+from ...creation import cat
+from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
@@ -109,3 +110,6 @@ def vector_to_parameters(vec, parameters):
         p.numpy()[...] = values[start:start + p.numel()].reshape(p.shape)
         p._bump("vector_to_parameters")
         start += p.numel()
+
+
+from . import rnn  # noqa: E402  (nn.utils.rnn.pad_sequence, as torch.nn.utils.rnn)
