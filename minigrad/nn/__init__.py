@@ -1,12 +1,12 @@
 """minigrad.nn: modules, layers, losses and initialisation, with PyTorch's names."""
 from . import functional, init
-from .layers import (
-    ELU, GELU, CrossEntropyLoss, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear, MSELoss, ReLU,
-    Sigmoid, SiLU, Softplus, Tanh,
+from .layers import Dropout, Embedding, Flatten, Identity, LayerNorm, Linear
+from .activation import (
+    ELU, GELU, SELU, CosineSimilarity, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid,
+    SiLU, Softmax, Softmin, Softplus, Tanh,
 )
-from .layers import (
-    SELU, BCELoss, BCEWithLogitsLoss, CosineSimilarity, Hardtanh, HuberLoss, KLDivLoss, L1Loss, LogSigmoid, LogSoftmax,
-    Mish, NLLLoss, PReLU, ReLU6, SmoothL1Loss, Softmax, Softmin,
+from .loss import (
+    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
 )
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool1d, MaxPool2d

@@ -1,0 +1,141 @@
+"""Losses as modules, with PyTorch's names and `reduction` ('mean', 'sum' or 'none'): each calls
+its functional twin in functional.py."""
+from . import functional as F
+from .module import Module
+
+
+class _Loss(Module):
+    _reductions = ("mean", "sum", "none")
+
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in self._reductions:
+            allowed = ", ".join(repr(r) for r in self._reductions[:-1]) + f" or {self._reductions[-1]!r}"
+            raise ValueError(f"{type(self).__name__}: reduction must be {allowed}, got {reduction!r}")
+        self.reduction = reduction
+
+    def _register_weight(self, name, weight):
+        """A weight given to the loss is a buffer, as in PyTorch: in the state_dict, and converted by .to()."""
+        self.register_buffer(name, None if weight is None else F.as_tensor(weight))
+
+    def extra_repr(self):
+        return f"reduction={self.reduction!r}"
+
+
+class MSELoss(_Loss):
+    """(input - target)^2, averaged ('mean'), summed ('sum') or per element ('none')."""
+
+    def forward(self, input, target):
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    """F.cross_entropy as a module: logits (..., C) with the class axis last (for (N, C) logits,
+    PyTorch's layout too), targets as class ids (...) or probabilities (..., C)."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(reduction)
+        if weight is not None:
+            raise NotImplementedError("CrossEntropyLoss: per-class weights (weight=) are not supported")
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+                               reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """|input - target|, averaged ('mean'), summed ('sum') or per element ('none')."""
+
+    def __init__(self, *, reduction="mean"):
+        super().__init__(reduction)
+
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target)."""
+
+    def __init__(self, *, reduction="mean", beta=1.0):
+        super().__init__(reduction)
+        if beta < 0:
+            raise ValueError(f"SmoothL1Loss: beta must be >= 0, got {beta}")
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+    def extra_repr(self):
+        return f"reduction={self.reduction!r}, beta={self.beta}"
+
+
+class HuberLoss(_Loss):
+    """0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere (d = input - target)."""
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction)
+        if not delta > 0:
+            raise ValueError(f"HuberLoss: delta must be > 0, got {delta}")
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, self.reduction, self.delta)
+
+    def extra_repr(self):
+        return f"reduction={self.reduction!r}, delta={self.delta}"
+
+
+class KLDivLoss(_Loss):
+    """F.kl_div as a module: input log-probabilities, target probabilities (or log-probabilities with
+    log_target=True). reduction='batchmean' gives the KL divergence per sample."""
+
+    _reductions = ("mean", "batchmean", "sum", "none")
+
+    def __init__(self, *, reduction="mean", log_target=False):
+        super().__init__(reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class NLLLoss(_Loss):
+    """F.nll_loss as a module: log-probabilities (..., C) (from LogSoftmax; class axis last, as
+    CrossEntropyLoss here) and integer targets (...). LogSoftmax then NLLLoss is CrossEntropyLoss.
+    weight (C,): a weight per class (a buffer)."""
+
+    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean"):
+        super().__init__(reduction)
+        self.ignore_index = ignore_index
+        self._register_weight("weight", weight)
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class BCELoss(_Loss):
+    """Binary cross-entropy of probabilities (after a sigmoid) against targets in [0, 1], the same
+    shape. weight: multiplies each element's loss (a buffer)."""
+
+    def __init__(self, weight=None, *, reduction="mean"):
+        super().__init__(reduction)
+        self._register_weight("weight", weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, self.reduction, weight=self.weight)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy of logits (no sigmoid before it: this is stabler), against targets in
+    [0, 1] of the same shape. weight: multiplies each element's loss; pos_weight (e.g. (C,)): the
+    weight of the positive term of each class. Both are buffers."""
+
+    def __init__(self, weight=None, *, reduction="mean", pos_weight=None):
+        super().__init__(reduction)
+        self._register_weight("weight", weight)
+        self._register_weight("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target, self.reduction, weight=self.weight,
+                                                  pos_weight=self.pos_weight)
