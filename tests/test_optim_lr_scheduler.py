@@ -477,13 +477,13 @@ def test_a_course_style_subclass_with_last_epoch():
 
 
 BAD_ARGUMENTS = [
-    (lambda o: StepLR(o, step_size=0), r"StepLR: step_size must be an integer >= 1, got 0"),
-    (lambda o: StepLR(o, step_size=2.5), r"StepLR: step_size must be an integer >= 1, got 2.5"),
+    (lambda o: StepLR(o, step_size=0), r"StepLR: step_size must be a number > 0, got 0"),
+    (lambda o: StepLR(o, step_size="2"), r"StepLR: step_size must be a number > 0, got '2'"),
     (lambda o: StepLR(o, 3, gamma=-0.1), r"StepLR: gamma must be a number >= 0, got -0.1"),
     (lambda o: MultiStepLR(o, milestones=[3, -1]), r"MultiStepLR: milestones must be integers >= 0"),
     (lambda o: MultiStepLR(o, milestones=[3], gamma=None), r"MultiStepLR: gamma must be a number"),
     (lambda o: ExponentialLR(o, gamma="0.9"), r"ExponentialLR: gamma must be a number >= 0, got '0.9'"),
-    (lambda o: CosineAnnealingLR(o, T_max=0), r"CosineAnnealingLR: T_max must be an integer >= 1, got 0"),
+    (lambda o: CosineAnnealingLR(o, T_max=0), r"CosineAnnealingLR: T_max must be a number > 0, got 0"),
     (lambda o: CosineAnnealingLR(o, 10, eta_min=float("nan")), r"CosineAnnealingLR: eta_min must be a number"),
     (lambda o: LinearLR(o, start_factor=0), r"LinearLR: start_factor must be a number in \(0, 1\], got 0"),
     (lambda o: LinearLR(o, end_factor=1.5), r"LinearLR: end_factor must be a number in \[0, 1\], got 1.5"),
@@ -534,3 +534,19 @@ def test_a_scheduler_needs_an_optimizer():
         with pytest.raises(TypeError, match=r"(StepLR|OneCycleLR|ReduceLROnPlateau): expected an optimizer "
                                             r"\(with param_groups\), got list"):
             make([mg.zeros(3, requires_grad=True)])
+
+
+def test_float_step_sizes_as_pytorchs_tutorial_passes_them():
+    """PyTorch's own tutorial makes StepLR(optimizer, 1.0, gamma=0.95): a float step_size (and T_max)
+    works as in PyTorch, lr = base_lr * gamma ** (t // step_size)."""
+    opt = make_optimizer(mg)
+    rates = drive(opt, StepLR(opt, 1.0, gamma=0.95), steps=4)
+    np.testing.assert_allclose(rates, [[lr * 0.95 ** t for lr in LRS] for t in range(5)], rtol=RTOL, atol=0)
+    opt = make_optimizer(mg)
+    rates = drive(opt, StepLR(opt, 2.5, gamma=0.5), steps=6)
+    np.testing.assert_allclose(rates, [[lr * 0.5 ** (t // 2.5) for lr in LRS] for t in range(7)], rtol=RTOL, atol=0)
+    torch = pytest.importorskip("torch")
+    ours, theirs = make_optimizer(mg), make_optimizer(torch)
+    np.testing.assert_allclose(drive(ours, CosineAnnealingLR(ours, T_max=7.5), steps=10),
+                               drive(theirs, torch.optim.lr_scheduler.CosineAnnealingLR(theirs, T_max=7.5), steps=10),
+                               rtol=RTOL, atol=0)

@@ -236,7 +236,8 @@ class StepLR(LRScheduler):
     """
 
     def __init__(self, optimizer, step_size, gamma=0.1):
-        _check(_integer(step_size, 1), f"StepLR: step_size must be an integer >= 1, got {step_size!r}")
+        # (a whole float too: PyTorch's own tutorial passes step_size=1.0)
+        _check(_number(step_size) and step_size > 0, f"StepLR: step_size must be a number > 0, got {step_size!r}")
         _check(_number(gamma, 0), f"StepLR: gamma must be a number >= 0, got {gamma!r}")
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer)
@@ -292,7 +293,7 @@ class CosineAnnealingLR(LRScheduler):
     """
 
     def __init__(self, optimizer, T_max, eta_min=0.0):  # noqa: N803  (PyTorch's name)
-        _check(_integer(T_max, 1), f"CosineAnnealingLR: T_max must be an integer >= 1, got {T_max!r}")
+        _check(_number(T_max) and T_max > 0, f"CosineAnnealingLR: T_max must be a number > 0, got {T_max!r}")
         _check(_number(eta_min), f"CosineAnnealingLR: eta_min must be a number, got {eta_min!r}")
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer)
