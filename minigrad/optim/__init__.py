@@ -246,9 +246,7 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0):
-        _check(lr >= 0.0, f"SGD: lr must be >= 0, got {lr}")
-        _check(momentum >= 0.0, f"SGD: momentum must be >= 0, got {momentum}")
-        _check(weight_decay >= 0.0, f"SGD: weight_decay must be >= 0, got {weight_decay}")
+        _check_not_negative("SGD", lr=lr, momentum=momentum, weight_decay=weight_decay)
         _check(not nesterov or (momentum > 0 and dampening == 0),
                "SGD: nesterov needs momentum > 0 and dampening = 0")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
@@ -298,11 +296,9 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         name = type(self).__name__
-        _check(lr >= 0.0, f"{name}: lr must be >= 0, got {lr}")
-        _check(len(betas) == 2 and all(0.0 <= b < 1.0 for b in betas),
-               f"{name}: betas must be two numbers in [0, 1), got {betas}")
-        _check(eps >= 0.0, f"{name}: eps must be >= 0, got {eps}")
-        _check(weight_decay >= 0.0, f"{name}: weight_decay must be >= 0, got {weight_decay}")
+        _check_not_negative(name, lr=lr)
+        _check_betas(name, betas)
+        _check_not_negative(name, eps=eps, weight_decay=weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
 
     def step(self):
@@ -352,11 +348,9 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False):
-        _check(lr >= 0.0, f"RMSprop: lr must be >= 0, got {lr}")
+        _check_not_negative("RMSprop", lr=lr)
         _check(0.0 <= alpha <= 1.0, f"RMSprop: alpha must be in [0, 1], got {alpha}")
-        _check(eps >= 0.0, f"RMSprop: eps must be >= 0, got {eps}")
-        _check(weight_decay >= 0.0, f"RMSprop: weight_decay must be >= 0, got {weight_decay}")
-        _check(momentum >= 0.0, f"RMSprop: momentum must be >= 0, got {momentum}")
+        _check_not_negative("RMSprop", eps=eps, weight_decay=weight_decay, momentum=momentum)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered))
 
