@@ -62,7 +62,7 @@ from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradch
 from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
 from .opcheck import find_bad_backward
 from .random import Generator, default_generator, manual_seed
-from .tensor import Tensor, set_printoptions
+from .tensor import Size, Tensor, get_default_dtype, set_default_dtype, set_printoptions
 
 float32, float64, int64, bool_ = "float32", "float64", "int64", "bool"
 float16, int32, int16, int8, uint8 = "float16", "int32", "int16", "int8", "uint8"

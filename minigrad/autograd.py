@@ -140,7 +140,7 @@ class Function:
         Tensor = tensor.Tensor
         inputs = tuple([x if isinstance(x, Tensor) else Tensor(x) for x in inputs])
         if cls.promotes_int_to_float:
-            inputs = tuple([t if t._data.dtype.kind in "fc" else t.to(tensor.DEFAULT_FLOAT) for t in inputs])
+            inputs = tuple([t if t._data.dtype.kind in "fc" else t.to(tensor._default_float) for t in inputs])
         modes = _modes
         needs = tuple([t._requires_grad for t in inputs]) if modes.grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)

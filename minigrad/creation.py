@@ -23,7 +23,7 @@ from . import ops
 from .devices import check_device
 from .ops import _axis
 from .random import rng
-from .tensor import DEFAULT_FLOAT, Tensor, _operands, _promoted
+from .tensor import Tensor, _operands, _promoted, default_float
 from .tensor_math import _correction, _dim_and_keepdim, _pytorch_names
 
 
@@ -192,7 +192,7 @@ def embedding(ids, weight, padding_idx=None):
 
 # ---------------------------------------------------------------------- creation
 def tensor(data, dtype=None, requires_grad=False, device=None):
-    """A new Tensor holding a copy of `data` (Python floats become float32)."""
+    """A new Tensor holding a copy of `data` (Python floats become the default float dtype, float32)."""
     check_device(device, "tensor")
     return Tensor(data, dtype=dtype, requires_grad=requires_grad)
 
@@ -201,26 +201,31 @@ def _shape(shape):
     return tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else tuple(shape)
 
 
-def zeros(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def zeros(*shape, dtype=None, requires_grad=False, device=None):
     check_device(device, "zeros")
-    return Tensor(np.zeros(_shape(shape), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.zeros(_shape(shape), dtype=dtype or default_float()), requires_grad=requires_grad)
 
 
-def ones(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def ones(*shape, dtype=None, requires_grad=False, device=None):
     check_device(device, "ones")
-    return Tensor(np.ones(_shape(shape), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.ones(_shape(shape), dtype=dtype or default_float()), requires_grad=requires_grad)
 
 
-def full(shape, value, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def full(shape, value, dtype=None, requires_grad=False, device=None):
+    """A tensor of `shape` filled with `value`, of the value's kind unless `dtype` is given, as PyTorch:
+    a float gives the default float dtype, an int int64, a bool bool."""
     check_device(device, "full")
+    if dtype is None:
+        dtype = np.bool_ if isinstance(value, (bool, np.bool_)) else np.int64 if isinstance(
+            value, numbers.Integral) else default_float() if isinstance(value, numbers.Real) else None
     return Tensor(np.full(_shape((shape,)), value, dtype=dtype), requires_grad=requires_grad)
 
 
-def empty(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def empty(*shape, dtype=None, requires_grad=False, device=None):
     """A new tensor of `shape`. PyTorch leaves its values unset (whatever was in memory), for code that
     writes every element before reading any; minigrad fills it with zeros, but never count on that."""
     check_device(device, "empty")
-    return Tensor(np.zeros(_size("empty", shape, None), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.zeros(_size("empty", shape, None), dtype=dtype or default_float()), requires_grad=requires_grad)
 
 
 def empty_like(t, dtype=None, requires_grad=False, device=None):
@@ -245,38 +250,38 @@ def full_like(t, fill_value, dtype=None, requires_grad=False, device=None):
     return Tensor(np.full_like(np.asarray(t), fill_value, dtype=dtype), requires_grad=requires_grad)
 
 
-def eye(n, m=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     """The (n, m) identity matrix (m = n by default): ones on the diagonal, zeros elsewhere."""
     check_device(device, "eye")
     for name, value in (("n", n), ("m", m)):
         if value is not None and (not isinstance(value, numbers.Integral) or value < 0):
             raise ValueError(f"eye: {name} must be an integer >= 0, got {value!r}")
-    return Tensor(np.eye(n, m, dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.eye(n, m, dtype=dtype or default_float()), requires_grad=requires_grad)
 
 
-def linspace(start, end, steps, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     """`steps` evenly spaced values from start to end, both included (PyTorch's: steps is required)."""
     check_device(device, "linspace")
     if not isinstance(steps, numbers.Integral) or steps < 0:
         raise ValueError(f"linspace: steps must be an integer >= 0, got {steps!r}")
-    return Tensor(np.linspace(start, end, steps).astype(dtype), requires_grad=requires_grad)
+    return Tensor(np.linspace(start, end, steps).astype(dtype or default_float()), requires_grad=requires_grad)
 
 
 def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device=None):
-    """Like numpy's arange; integer arguments give int64, floats give float32."""
+    """Like numpy's arange; integer arguments give int64, floats the default float dtype (float32)."""
     check_device(device, "arange")
     values = np.arange(start, stop, step) if stop is not None else np.arange(0, start, step)
-    return Tensor(values if dtype or values.dtype.kind != "f" else values.astype(DEFAULT_FLOAT),
+    return Tensor(values if dtype or values.dtype.kind != "f" else values.astype(default_float()),
                   dtype=dtype, requires_grad=requires_grad)
 
 
-def randn(*shape, size=None, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def randn(*shape, size=None, generator=None, dtype=None, requires_grad=False, device=None):
     """Standard normal samples, drawn from `generator` (a `minigrad.Generator`) or the default one
     (see `manual_seed`). One seed gives the same numbers on every backend and thread count, but not
     PyTorch's numbers: the bit generator is numpy's PCG64, not PyTorch's Mersenne Twister."""
     check_device(device, "randn")
     values = rng(generator).standard_normal(_size("randn", shape, size))
-    return Tensor(values.astype(dtype), requires_grad=requires_grad)
+    return Tensor(values.astype(dtype or default_float()), requires_grad=requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires_grad=False, device=None):
@@ -294,15 +299,16 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, requires
     if np.any(np.asarray(s) < 0):
         raise ValueError(f"normal: std must be >= 0, got {std if not isinstance(std, Tensor) else 'a negative entry'}")
     shape = _size("normal", (), size) if size is not None else np.broadcast_shapes(*(np.shape(x) for x in (m, s)))
-    dtype = dtype or (np.result_type(*(t.dtype for t in tensors)) if tensors else DEFAULT_FLOAT)
+    dtype = dtype or (np.result_type(*(t.dtype for t in tensors)) if tensors else default_float())
     values = m + s * rng(generator).standard_normal(shape)
     return Tensor(np.asarray(values).astype(dtype), requires_grad=requires_grad)
 
 
-def rand(*shape, size=None, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def rand(*shape, size=None, generator=None, dtype=None, requires_grad=False, device=None):
     """Uniform samples in [0, 1), from `generator` or the default one (see `randn`)."""
     check_device(device, "rand")
-    return Tensor(rng(generator).random(_size("rand", shape, size)).astype(dtype), requires_grad=requires_grad)
+    values = rng(generator).random(_size("rand", shape, size))
+    return Tensor(values.astype(dtype or default_float()), requires_grad=requires_grad)
 
 
 def rand_like(input, *, dtype=None, requires_grad=False, device=None, generator=None):
@@ -365,7 +371,7 @@ def randint(*args, low=None, high=None, size=None, generator=None, dtype=np.int6
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be larger than low ({low}): the values are low, ..., high - 1")
     values = rng(generator).integers(low, high, _size("randint", (size,), None), dtype=np.int64)
-    return Tensor(values.astype(dtype), requires_grad=requires_grad)
+    return Tensor(values.astype(dtype or default_float()), requires_grad=requires_grad)
 
 
 def randperm(n, *, generator=None, dtype=np.int64, requires_grad=False, device=None):
@@ -455,7 +461,7 @@ class finfo:
     also called `smallest_normal`), `resolution` (10^-digits) and `bits`, as Python numbers."""
 
     def __init__(self, type=None):
-        info = _info("finfo", np.finfo, DEFAULT_FLOAT if type is None else type, "fc", "iinfo")
+        info = _info("finfo", np.finfo, default_float() if type is None else type, "fc", "iinfo")
         self.bits, self.dtype = info.bits, info.dtype.name
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
         self.tiny = self.smallest_normal = float(info.tiny)

@@ -15,6 +15,7 @@ dtype rules for their operands); it inherits the elementwise functions and reduc
 tensor_math.py, and the shape methods from tensor_shape.py. The functions that make tensors
 (zeros, arange, cat, where, ...) are in creation.py.
 """
+import math
 import numbers
 
 import numpy as np
@@ -25,7 +26,37 @@ from .grad_mode import _modes
 from .tensor_math import TensorMath
 from .tensor_shape import TensorShape
 
-DEFAULT_FLOAT = np.float32
+# The default float dtype: of Python floats made into tensors, of float factories (zeros, randn, ...)
+# and of layers' parameters. float32, as PyTorch's; set_default_dtype changes it for the whole
+# process (as PyTorch's does: it is not per thread).
+_default_float = np.dtype(np.float32)
+
+
+def get_default_dtype():
+    """The default float dtype, "float32" unless set_default_dtype changed it (torch.get_default_dtype)."""
+    return _default_float.name
+
+
+def set_default_dtype(dtype):
+    """Make `dtype` (minigrad.float32 or minigrad.float64) the default float dtype of the process:
+    `minigrad.tensor([1.5])`, `zeros`, `randn`, ... and new layers' parameters take it. Tensors made
+    before keep theirs. (A course that checks gradients numerically starts with
+    `set_default_dtype(minigrad.float64)`.)"""
+    global _default_float
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"set_default_dtype: expected a dtype such as minigrad.float64, got {dtype!r}") from None
+    if d not in (np.float32, np.float64):
+        raise TypeError(f"set_default_dtype: the default dtype must be float32 or float64, got {d.name} (minigrad's "
+                        "kernels compute in those two)")
+    _default_float = d
+
+
+def default_float():
+    """The default float dtype as a numpy dtype (for the code of factories and layers)."""
+    return _default_float
+
 # How tensors print (set_printoptions): digits after the point, how many elements before "...", ...
 PRINT_OPTIONS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 75, "sci_mode": None}
 _PRINT_PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=75),
@@ -63,7 +94,7 @@ def _to_array(data, dtype=None):
         return np.array(data, dtype=dtype)
     arr = np.array(data, dtype=dtype)
     if dtype is None and arr.dtype == np.float64:
-        arr = arr.astype(DEFAULT_FLOAT)
+        arr = arr.astype(_default_float)
     return arr
 
 
@@ -174,7 +205,7 @@ class Tensor(TensorMath, TensorShape):
     shape = property(lambda self: self._data.shape)
     ndim = property(lambda self: self._data.ndim)
     dtype = property(lambda self: self._data.dtype)
-    size = property(lambda self: Size(self._data.size, self._data.shape),
+    size = property(lambda self: ElementCount(self._data.size, self._data.shape),
                     doc="The number of elements, an int (numpy's x.size); x.size() is the shape, x.size(d) "
                         "its length along d (PyTorch's)")
     is_leaf = property(lambda self: self._ctx is None)
@@ -385,6 +416,27 @@ class Tensor(TensorMath, TensorShape):
 
     def zero_(self):
         return self._update("zero_", Copy.apply, 0)
+
+    def addcmul_(self, tensor1, tensor2, value=1):
+        """self += value * tensor1 * tensor2 (an optimizer's moment: `v.addcmul_(g, g, value=1 - beta2)`)"""
+        return self._update("addcmul_", lambda x, a, b: ops.Add.apply(*_operands(x, _scaled(a * b, value), "add_")),
+                            tensor1, tensor2)
+
+    def addcdiv_(self, tensor1, tensor2, value=1):
+        """self += value * tensor1 / tensor2 (Adam's step: `p.addcdiv_(m, v.sqrt() + eps, value=-lr)`)"""
+        return self._update("addcdiv_", lambda x, a, b: ops.Add.apply(*_operands(x, _scaled(a / b, value), "add_")),
+                            tensor1, tensor2)
+
+    def lerp_(self, end, weight):
+        """self += weight * (end - self): a step of the way to `end` (an exponential moving average)"""
+        return self._update("lerp_", lambda x, e: x.lerp(e, weight), end)
+
+    def pow_(self, exponent):
+        return self._update("pow_", lambda x: x ** exponent)
+
+    def clip_(self, min=None, max=None):
+        """The same as clamp_."""
+        return self.clamp_(min, max)
 
     def assign(self, values):
         """Replace the values in place, with values of the same shape: `p.assign(new)` (copy_ also
@@ -624,6 +676,18 @@ class Tensor(TensorMath, TensorShape):
 
         return where(condition, self, other)
 
+    def lerp(self, end, weight):
+        """self + weight * (end - self): weight 0 gives self, 1 gives end (weight a number or a tensor)."""
+        return self + weight * (end - self)
+
+    def addcmul(self, tensor1, tensor2, value=1):
+        """self + value * tensor1 * tensor2."""
+        return self + _scaled(tensor1 * tensor2, value)
+
+    def addcdiv(self, tensor1, tensor2, value=1):
+        """self + value * tensor1 / tensor2."""
+        return self + _scaled(tensor1 / tensor2, value)
+
     def maximum(self, other):
         return ops.Maximum.apply(*_operands(self, other, "maximum"))
 
@@ -666,7 +730,23 @@ class Tensor(TensorMath, TensorShape):
     # any() and all() are in tensor_math.py
 
 
-class Size(int):
+def _in_place(name):
+    def method(self):
+        return self._update(name + "_", getattr(Tensor, name))
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"x.{name}_(): x = x.{name}(), written into x's memory (the rules of in-place updates)."
+    return method
+
+
+# x.relu_(), x.exp_(), ...: the elementwise ops in place, each `_update` with its out-of-place op
+for _name in ("relu sigmoid tanh exp log sqrt rsqrt abs neg sign floor ceil round square reciprocal sin cos log1p "
+              "expm1 erf").split():
+    setattr(Tensor, _name + "_", _in_place(_name))
+del _name
+
+
+class ElementCount(int):
     """`x.size`: the number of elements, an int as in numpy; calling it gives PyTorch's `x.size()`,
     the shape, or `x.size(d)`, the length along dim d."""
 
@@ -679,6 +759,25 @@ class Size(int):
         if dim is None:
             return self.shape
         return self.shape[ops._axis(dim, len(self.shape), "size", self.shape)]
+
+
+class Size(tuple):
+    """A shape, as `torch.Size`: a tuple of ints, `minigrad.Size([2, 3]) == (2, 3)`, with `numel()`.
+    `x.shape` and `x.size()` are plain tuples, equal to it: `x.shape == minigrad.Size([2, 3])`."""
+
+    def __new__(cls, sizes=()):
+        sizes = tuple(sizes)
+        for n in sizes:
+            if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 0:
+                raise TypeError(f"Size: expected a sequence of ints >= 0, got {sizes!r}")
+        return super().__new__(cls, (int(n) for n in sizes))
+
+    def numel(self):
+        """The number of elements of a tensor of this shape."""
+        return math.prod(self)
+
+    def __repr__(self):
+        return f"minigrad.Size({list(self)})"
 
 
 # ---------------------------------------------------------------------- operands of binary ops
@@ -724,7 +823,7 @@ def _meeting_number(x, number):
     tensor meeting a float becomes the default float dtype, as in `_operands` (x ** 0.5 as x * 0.5)."""
     if number is None or isinstance(number, numbers.Integral) or x._data.dtype.kind in "fc":
         return x
-    return x.to(DEFAULT_FLOAT)
+    return x.to(_default_float)
 
 
 def _constant_like(x, other):

@@ -381,7 +381,7 @@ def test_layer_attributes():
     assert nn.ConstantPad1d(2, 3.5).padding == (2, 2) and nn.ConstantPad1d(2, 3.5).value == 3.5
     assert nn.ReflectionPad2d((1, 2, 3, 4)).padding == (1, 2, 3, 4)
     assert repr(nn.ReflectionPad1d(2)) == "ReflectionPad1d((2, 2))"
-    assert repr(nn.Dropout2d(0.25)) == "Dropout2d(p=0.25)"
+    assert repr(nn.Dropout2d(0.25)) == "Dropout2d(p=0.25, inplace=False)"  # (PyTorch's repr)
 
 
 @pytest.mark.parametrize("name, args, kwargs", LAYERS)

@@ -314,7 +314,7 @@ def test_repr_prints_the_module_tree():
     assert "      (norm): LayerNorm((3,), eps=1e-05)" in lines
     assert "      (fc): Linear(in_features=3, out_features=3, bias=True)" in lines
     assert "  (head): Sequential(" in lines
-    assert "    (2): Dropout(p=0.1)" in lines
+    assert "    (2): Dropout(p=0.1, inplace=False)" in lines
     assert "    (3): Linear(in_features=4, out_features=5, bias=False)" in lines
     assert "    (1): Tanh()" in lines
     assert repr(nn.ReLU()) == "ReLU()"

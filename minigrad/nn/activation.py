@@ -3,13 +3,29 @@
 import numpy as np
 
 from .. import devices
+from ..tensor import default_float
 from . import functional as F
 from .module import Module, Parameter
 
 
-class ReLU(Module):
+class _Activation(Module):
+    """An activation with PyTorch's `inplace` argument: inplace=True writes the result into the input's
+    memory and returns the input (F._maybe_in_place says what that means for the gradient)."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def _inplace_repr(self, before=""):
+        return before + (", " if before and self.inplace else "") + ("inplace=True" if self.inplace else "")
+
+    def extra_repr(self):
+        return self._inplace_repr()
+
+
+class ReLU(_Activation):
     def forward(self, x):
-        return x.relu()
+        return F.relu(x, self.inplace)
 
 
 class GELU(Module):
@@ -21,21 +37,21 @@ class GELU(Module):
         return x.gelu(self.approximate)
 
 
-class SiLU(Module):
+class SiLU(_Activation):
     def forward(self, x):
-        return x.silu()
+        return F.silu(x, self.inplace)
 
 
-class LeakyReLU(Module):
-    def __init__(self, negative_slope=0.01):
-        super().__init__()
+class LeakyReLU(_Activation):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__(inplace)
         self.negative_slope = negative_slope
 
     def forward(self, x):
-        return x.leaky_relu(self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self):
-        return f"negative_slope={self.negative_slope}"
+        return self._inplace_repr(f"negative_slope={self.negative_slope}")
 
 
 class Softplus(Module):
@@ -50,16 +66,16 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class ELU(Module):
-    def __init__(self, alpha=1.0):
-        super().__init__()
+class ELU(_Activation):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__(inplace)
         self.alpha = alpha
 
     def forward(self, x):
-        return x.elu(self.alpha)
+        return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self):
-        return f"alpha={self.alpha}"
+        return self._inplace_repr(f"alpha={self.alpha}")
 
 
 class Tanh(Module):
@@ -72,27 +88,27 @@ class Sigmoid(Module):
         return x.sigmoid()
 
 
-class ReLU6(Module):
+class ReLU6(_Activation):
     """min(max(x, 0), 6)."""
 
     def forward(self, x):
-        return F.relu6(x)
+        return F.relu6(x, self.inplace)
 
 
-class Hardtanh(Module):
+class Hardtanh(_Activation):
     """x clipped to [min_val, max_val]."""
 
-    def __init__(self, min_val=-1.0, max_val=1.0):
-        super().__init__()
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__(inplace)
         if min_val > max_val:
             raise ValueError(f"Hardtanh: min_val ({min_val}) must not be larger than max_val ({max_val})")
         self.min_val, self.max_val = min_val, max_val
 
     def forward(self, x):
-        return F.hardtanh(x, self.min_val, self.max_val)
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return self._inplace_repr(f"min_val={self.min_val}, max_val={self.max_val}")
 
 
 class LogSigmoid(Module):
@@ -102,18 +118,18 @@ class LogSigmoid(Module):
         return F.logsigmoid(x)
 
 
-class Mish(Module):
+class Mish(_Activation):
     """x * tanh(softplus(x))."""
 
     def forward(self, x):
-        return F.mish(x)
+        return F.mish(x, self.inplace)
 
 
-class SELU(Module):
+class SELU(_Activation):
     """scale * elu(x, alpha), with SELU's fixed scale and alpha."""
 
     def forward(self, x):
-        return F.selu(x)
+        return F.selu(x, self.inplace)
 
 
 class PReLU(Module):
@@ -123,7 +139,7 @@ class PReLU(Module):
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
         devices.check_device(device, "PReLU")
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         self.num_parameters = num_parameters
         self.weight = Parameter(np.full(num_parameters, init, dtype=dtype))
 

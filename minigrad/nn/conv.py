@@ -14,7 +14,7 @@ import numpy as np
 from .. import devices, ops_conv
 from ..creation import as_tensor
 from ..ops_conv import output_size
-from ..tensor import Tensor
+from ..tensor import Tensor, default_float
 from . import init
 from .module import Module, Parameter
 
@@ -167,11 +167,11 @@ class _ConvNd(Module):
     PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", output_padding=0, dtype=np.float32, device=None):
+                 bias=True, padding_mode="zeros", output_padding=0, dtype=None, device=None):
         super().__init__()
         name = type(self).__name__
         devices.check_device(device, name)
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         n = self.dims
         if groups < 1 or in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: groups={groups} must divide in_channels={in_channels} and "
@@ -228,7 +228,7 @@ class Conv2d(_ConvNd):
     weight (out_channels, in_channels / groups, kh, kw), bias (out_channels,)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", dtype=np.float32, device=None):
+                 bias=True, padding_mode="zeros", dtype=None, device=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, dtype=dtype, device=device)
 
@@ -244,7 +244,7 @@ class Conv1d(_ConvNd):
     dims = 1
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", dtype=np.float32, device=None):
+                 bias=True, padding_mode="zeros", dtype=None, device=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, dtype=dtype, device=device)
 
@@ -261,7 +261,7 @@ class ConvTranspose2d(_ConvNd):
     transposed = True
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", dtype=np.float32, device=None):
+                 bias=True, dilation=1, padding_mode="zeros", dtype=None, device=None):
         if padding_mode != "zeros" or isinstance(padding, str):
             raise ValueError(f"ConvTranspose2d: only padding_mode='zeros' and int or tuple padding are supported, "
                              f"got padding_mode={padding_mode!r}, padding={padding!r}")

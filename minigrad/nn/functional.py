@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 
 from .. import ops
-from ..creation import as_tensor, dropout, embedding, where  # noqa: F401  (re-exported)
+from .. import creation
+from ..creation import as_tensor, embedding, where  # noqa: F401  (re-exported)
 from ..ops import _axis
 from ..tensor import Tensor
 from .normalization import batch_norm, group_norm, instance_norm  # noqa: F401  (re-exported)
@@ -47,28 +48,49 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return ops.LayerNorm.apply(flat, weight, bias, eps=eps).reshape(x.shape)
 
 
+# ---------------------------------------------------------------------- activations
+def _maybe_in_place(name, x, inplace, f):
+    """f(x), or with inplace=True (PyTorch's argument) f(x) written into x's memory and x returned:
+    `Tensor._update`'s rules, so inside the graph x's history becomes "f of x as it was", and a
+    leaf that requires grad is refused. It saves no memory here (the op keeps a copy of its input)."""
+    x = as_tensor(x)
+    return x._update(name + "_", f) if inplace else f(x)
+
+
 def gelu(x, approximate="none"):
     return as_tensor(x).gelu(approximate)
 
 
-def relu(x):
-    return as_tensor(x).relu()
+def relu(x, inplace=False):
+    return _maybe_in_place("relu", x, inplace, Tensor.relu)
 
 
-def silu(x):
-    return as_tensor(x).silu()
+def relu_(x):
+    return relu(x, inplace=True)
 
 
-def leaky_relu(x, negative_slope=0.01):
-    return as_tensor(x).leaky_relu(negative_slope)
+def silu(x, inplace=False):
+    return _maybe_in_place("silu", x, inplace, Tensor.silu)
+
+
+def leaky_relu(x, negative_slope=0.01, inplace=False):
+    return _maybe_in_place("leaky_relu", x, inplace, lambda t: t.leaky_relu(negative_slope))
+
+
+def leaky_relu_(x, negative_slope=0.01):
+    return leaky_relu(x, negative_slope, inplace=True)
 
 
 def softplus(x, beta=1.0, threshold=20.0):
     return as_tensor(x).softplus(beta, threshold)
 
 
-def elu(x, alpha=1.0):
-    return as_tensor(x).elu(alpha)
+def elu(x, alpha=1.0, inplace=False):
+    return _maybe_in_place("elu", x, inplace, lambda t: t.elu(alpha))
+
+
+def elu_(x, alpha=1.0):
+    return elu(x, alpha, inplace=True)
 
 
 def tanh(input):
@@ -79,17 +101,22 @@ def sigmoid(input):
     return as_tensor(input).sigmoid()
 
 
-def hardtanh(input, min_val=-1.0, max_val=1.0):
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """x clipped to [min_val, max_val]; the gradient is 1 strictly inside, 0 elsewhere (PyTorch's:
     0 on the bounds themselves too).   hardtanh(x) = min_val if x < min_val, max_val if x > max_val, else x"""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) must not be larger than max_val ({max_val})")
-    return ops.Hardtanh.apply(as_tensor(input), min_val=float(min_val), max_val=float(max_val))
+    return _maybe_in_place("hardtanh", input, inplace,
+                           lambda t: ops.Hardtanh.apply(t, min_val=float(min_val), max_val=float(max_val)))
 
 
-def relu6(input):
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
     """min(max(x, 0), 6) = hardtanh(x, 0, 6) (MobileNet's activation)."""
-    return hardtanh(input, 0.0, 6.0)
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def logsigmoid(input):
@@ -99,10 +126,9 @@ def logsigmoid(input):
     return -ops.BinaryCrossEntropyWithLogits.apply(x, Tensor(np.ones(x.shape, dtype=x.dtype)))
 
 
-def mish(input):
+def mish(input, inplace=False):
     """mish(x) = x * tanh(softplus(x))   (softplus(x) = log(1 + e^x))."""
-    x = as_tensor(input)
-    return x * x.softplus().tanh()
+    return _maybe_in_place("mish", input, inplace, lambda x: x * x.softplus().tanh())
 
 
 # SELU's constants (Klambauer et al.): with them, layers of selu keep activations at mean 0, variance 1
@@ -110,9 +136,9 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def selu(input):
+def selu(input, inplace=False):
     """selu(x) = scale * (x if x > 0 else alpha * (e^x - 1)) = scale * elu(x, alpha)."""
-    return as_tensor(input).elu(SELU_ALPHA) * SELU_SCALE
+    return _maybe_in_place("selu", input, inplace, lambda x: x.elu(SELU_ALPHA) * SELU_SCALE)
 
 
 def prelu(input, weight):
@@ -132,7 +158,17 @@ def prelu(input, weight):
     return ops.PReLU.apply(x, slope)  # (x = 0 takes the slope's side: gradient a, as PyTorch)
 
 
-# ---------------------------------------------------------------------- channel dropout
+# ---------------------------------------------------------------------- dropout
+def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
+    """Inverted dropout: each element zeroed with probability p, the others scaled by 1 / (1 - p), so
+    the expected value is unchanged; the identity when not training. The mask is drawn from
+    `generator` (a minigrad.Generator) or the default one."""
+    x = as_tensor(input)
+    if not training or p == 0.0:
+        return x
+    return _maybe_in_place("dropout", x, inplace, lambda t: creation.dropout(t, p, training, generator=generator))
+
+
 def _feature_dropout(name, x, p, training, generator):
     """Dropout of whole channels: x (N, C, *positions) times a mask m (N, C, 1, ..., 1), which is 0
     with probability p and 1 / (1 - p) otherwise, one number per (sample, channel), broadcast over the
@@ -151,18 +187,19 @@ def _feature_dropout(name, x, p, training, generator):
     return x * ops.Dropout.apply(ones, p=p, generator=generator)
 
 
-def dropout1d(input, p=0.5, training=True, *, generator=None):
+def dropout1d(input, p=0.5, training=True, inplace=False, *, generator=None):
     """input (N, C, L) or (C, L) with whole channels zeroed (probability p each, a new draw per sample)
     and the others scaled by 1 / (1 - p); the identity when not training. See _feature_dropout."""
     x = as_tensor(input)
     if x.ndim not in (2, 3):
         raise ValueError(f"dropout1d: expected input (N, C, L) or (C, L), got shape {x.shape}")
     if x.ndim == 2:
-        return _feature_dropout("dropout1d", x.unsqueeze(0), p, training, generator).squeeze(0)
-    return _feature_dropout("dropout1d", x, p, training, generator)
+        return _maybe_in_place("dropout1d", x, inplace, lambda t: _feature_dropout(
+            "dropout1d", t.unsqueeze(0), p, training, generator).squeeze(0))
+    return _maybe_in_place("dropout1d", x, inplace, lambda t: _feature_dropout("dropout1d", t, p, training, generator))
 
 
-def dropout2d(input, p=0.5, training=True, *, generator=None):
+def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None):
     """input (N, C, H, W) with whole channels (feature maps) zeroed, probability p each, the others
     scaled by 1 / (1 - p); the identity when not training. See _feature_dropout.
 
@@ -176,18 +213,19 @@ def dropout2d(input, p=0.5, training=True, *, generator=None):
         warnings.warn("dropout2d: a 3-D input is taken as (N, C, L), as PyTorch does, and its dim 1 dropped whole; "
                       "for channel dropout of an unbatched image (C, H, W) pass x.unsqueeze(0), and for (N, C, L) "
                       "use dropout1d", UserWarning, stacklevel=2)
-    return _feature_dropout("dropout2d", x, p, training, generator)
+    return _maybe_in_place("dropout2d", x, inplace, lambda t: _feature_dropout("dropout2d", t, p, training, generator))
 
 
-def dropout3d(input, p=0.5, training=True, *, generator=None):
+def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None):
     """input (N, C, D, H, W) or (C, D, H, W) with whole channels zeroed (probability p each) and the
     others scaled by 1 / (1 - p); the identity when not training. See _feature_dropout."""
     x = as_tensor(input)
     if x.ndim not in (4, 5):
         raise ValueError(f"dropout3d: expected input (N, C, D, H, W) or (C, D, H, W), got shape {x.shape}")
     if x.ndim == 4:
-        return _feature_dropout("dropout3d", x.unsqueeze(0), p, training, generator).squeeze(0)
-    return _feature_dropout("dropout3d", x, p, training, generator)
+        return _maybe_in_place("dropout3d", x, inplace, lambda t: _feature_dropout(
+            "dropout3d", t.unsqueeze(0), p, training, generator).squeeze(0))
+    return _maybe_in_place("dropout3d", x, inplace, lambda t: _feature_dropout("dropout3d", t, p, training, generator))
 
 
 # ---------------------------------------------------------------------- pixel shuffle

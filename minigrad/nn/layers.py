@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from .. import devices
+from ..tensor import default_float
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -16,10 +17,10 @@ class Linear(Module):
     weight (out_features, in_features) and bias (out_features,) start from
     U(-1/sqrt(in_features), 1/sqrt(in_features)), PyTorch's default."""
 
-    def __init__(self, in_features, out_features, bias=True, dtype=np.float32, device=None):
+    def __init__(self, in_features, out_features, bias=True, dtype=None, device=None):
         super().__init__()
         devices.check_device(device, "Linear")
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = init.uniform_(Parameter(np.empty((out_features, in_features), dtype=dtype)), -bound, bound)
@@ -36,10 +37,10 @@ class LayerNorm(Module):
     """Normalize each vector over its last axes, then y = xhat * weight + bias.
     weight starts at 1, bias at 0."""
 
-    def __init__(self, normalized_shape, eps=1e-5, dtype=np.float32, device=None):
+    def __init__(self, normalized_shape, eps=1e-5, dtype=None, device=None):
         super().__init__()
         devices.check_device(device, "LayerNorm")
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.weight = Parameter(np.ones(self.normalized_shape, dtype=dtype))
@@ -57,10 +58,10 @@ class Embedding(Module):
     weight starts from N(0, 1), PyTorch's default. `padding_idx` (as PyTorch's): that row starts
     at zeros and gets no gradient, so a padding token's vector stays zero while the rest learn."""
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype=np.float32, device=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype=None, device=None):
         super().__init__()
         devices.check_device(device, "Embedding")
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         if padding_idx is not None:
             if not isinstance(padding_idx, numbers.Integral) or not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"Embedding: padding_idx must be an integer in [-{num_embeddings}, {num_embeddings}) "
@@ -82,22 +83,22 @@ class Embedding(Module):
 class _DropoutNd(Module):
     """What the dropout layers share: p, the generator of the masks, and the identity in eval()."""
 
-    def __init__(self, p=0.5, *, generator=None):
+    def __init__(self, p=0.5, inplace=False, *, generator=None):
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"{type(self).__name__}: p must be in [0, 1], got {p}")
-        self.p = p
+        self.p, self.inplace = p, inplace  # inplace=True: the result is written into the input (F.dropout)
         self.generator = generator  # a minigrad.Generator for the masks; None: the default one
 
     def extra_repr(self):
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout(_DropoutNd):
     """Zero each element with probability p while training (scaling the rest by 1/(1-p))."""
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training, generator=self.generator)
+        return F.dropout(x, self.p, self.training, self.inplace, generator=self.generator)
 
 
 class Dropout1d(_DropoutNd):
@@ -105,7 +106,7 @@ class Dropout1d(_DropoutNd):
     (N, C, L) or (C, L); see F.dropout1d."""
 
     def forward(self, x):
-        return F.dropout1d(x, self.p, self.training, generator=self.generator)
+        return F.dropout1d(x, self.p, self.training, self.inplace, generator=self.generator)
 
 
 class Dropout2d(_DropoutNd):
@@ -113,7 +114,7 @@ class Dropout2d(_DropoutNd):
     (N, C, H, W); see F.dropout2d (and what it does with a 3-D input, as PyTorch)."""
 
     def forward(self, x):
-        return F.dropout2d(x, self.p, self.training, generator=self.generator)
+        return F.dropout2d(x, self.p, self.training, self.inplace, generator=self.generator)
 
 
 class Dropout3d(_DropoutNd):
@@ -121,7 +122,7 @@ class Dropout3d(_DropoutNd):
     (N, C, D, H, W) or (C, D, H, W); see F.dropout3d."""
 
     def forward(self, x):
-        return F.dropout3d(x, self.p, self.training, generator=self.generator)
+        return F.dropout3d(x, self.p, self.training, self.inplace, generator=self.generator)
 
 
 class PixelShuffle(Module):

@@ -24,7 +24,7 @@ from .. import devices, kernels, ops
 from ..creation import as_tensor
 from ..grad_mode import no_grad
 from ..ops import BatchNorm, _per_channel
-from ..tensor import Tensor
+from ..tensor import Tensor, default_float
 from .module import Module, Parameter
 
 
@@ -199,10 +199,10 @@ class _NormBase(Module):
     `track_running_stats`."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 dtype=np.float32, device=None):
+                 dtype=None, device=None):
         super().__init__()
         devices.check_device(device, type(self).__name__)
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(np.ones(num_features, dtype=dtype)) if affine else None
@@ -278,7 +278,7 @@ class _InstanceNorm(_NormBase):
     _dims = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
-                 dtype=np.float32, device=None):
+                 dtype=None, device=None):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, device)
 
     def forward(self, x):
@@ -318,13 +318,13 @@ class GroupNorm(Module):
     normalized over its values; weight (C,) starts at 1 and bias at 0 when `affine`. Unlike batch
     norm it does not depend on the batch, so it has no running statistics and no eval mode."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=np.float32, device=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, dtype=None, device=None):
         super().__init__()
         devices.check_device(device, "GroupNorm")
         if num_groups <= 0 or num_channels % num_groups:
             raise ValueError(f"GroupNorm: num_channels={num_channels} must divide into num_groups={num_groups} "
                              "equal groups")
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         self.weight = Parameter(np.ones(num_channels, dtype=dtype)) if affine else None
         self.bias = Parameter(np.zeros(num_channels, dtype=dtype)) if affine else None

@@ -38,7 +38,7 @@ import numpy as np
 from .. import devices, ops, ops_rnn
 from ..creation import as_tensor, cat, dropout, stack, zeros
 from ..kernels import _warm
-from ..tensor import Tensor
+from ..tensor import Tensor, default_float
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -146,11 +146,11 @@ class RNNCellBase(Module):
 
     gates = 1
 
-    def __init__(self, input_size, hidden_size, bias=True, dtype=np.float32, device=None):
+    def __init__(self, input_size, hidden_size, bias=True, dtype=None, device=None):
         super().__init__()
         devices.check_device(device, type(self).__name__)
         _check_sizes(type(self).__name__, input_size, hidden_size)
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         rows = self.gates * hidden_size
         self.weight_ih = _uniform((rows, input_size), hidden_size, dtype)
@@ -190,7 +190,7 @@ class RNNCell(RNNCellBase):
     input (N, I) or (I,), hx (N, H) or (H,) (default zeros) -> h' (N, H) or (H,).
     Parameters: weight_ih (H, I), weight_hh (H, H), bias_ih (H,), bias_hh (H,)."""
 
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", dtype=np.float32, device=None):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", dtype=None, device=None):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNNCell: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         super().__init__(input_size, hidden_size, bias, dtype, device)
@@ -250,7 +250,7 @@ class RNNBase(Module):
     kernels = "rnn"  # its layer's kernels in kernels/rnn.py (the tanh or ReLU RNN's)
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, dtype=np.float32, device=None):
+                 bidirectional=False, dtype=None, device=None):
         super().__init__()
         name = type(self).__name__
         devices.check_device(device, name)
@@ -262,7 +262,7 @@ class RNNBase(Module):
         if dropout > 0 and num_layers == 1:
             warnings.warn(f"{name}: dropout={dropout} acts between layers, so with num_layers=1 it does nothing",
                           UserWarning, stacklevel=2)
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional = bool(bidirectional)
@@ -409,7 +409,7 @@ class RNN(RNNBase):
     Parameters weight_ih_l{k} (H, I or D*H), weight_hh_l{k} (H, H), bias_ih_l{k}, bias_hh_l{k} (H,)."""
 
     def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, dtype=np.float32, device=None):
+                 dropout=0.0, bidirectional=False, dtype=None, device=None):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype, device)
@@ -469,7 +469,7 @@ class LSTM(RNNBase):
     kernels = "lstm"  # its layer's kernels in kernels/rnn.py
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, proj_size=0, dtype=np.float32, device=None):
+                 bidirectional=False, proj_size=0, dtype=None, device=None):
         if proj_size:
             raise NotImplementedError(f"LSTM: proj_size={proj_size} is not supported (only proj_size=0)")
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, dtype, device)

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import devices
 from ..creation import as_tensor
-from ..tensor import Tensor
+from ..tensor import Tensor, default_float
 from . import functional as F
 from . import init
 from .layers import Dropout, LayerNorm, Linear
@@ -131,7 +131,7 @@ class MultiheadAttention(Module):
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         super().__init__()
         devices.check_device(device, "MultiheadAttention")
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"MultiheadAttention: embed_dim and num_heads must be > 0, got embed_dim={embed_dim}, "
                              f"num_heads={num_heads}")
@@ -566,5 +566,5 @@ class Transformer(Module):
         convention); the bool mask with the same meaning is its `== -inf` (True = NOT allowed), and
         minigrad's own convention (True = allowed, transformer.causal_mask) is its `== 0`."""
         devices.check_device(device, "generate_square_subsequent_mask")
-        dtype = np.float32 if dtype is None else dtype
+        dtype = default_float() if dtype is None else dtype
         return Tensor(np.triu(np.full((sz, sz), -np.inf), k=1).astype(dtype))
