@@ -26,8 +26,13 @@ order, so `state_dict()` loads into `torch.nn.GRU(...)` of the same settings, an
     bias_ih_l{k}, bias_hh_l{k}   (G*H,)   only with bias=True
     the same with the suffix _reverse for the backward direction (bidirectional=True)
 
-All start from U(-1/sqrt(H), 1/sqrt(H)), PyTorch's default. LSTM's proj_size and packed
-sequences are not supported.
+All start from U(-1/sqrt(H), 1/sqrt(H)), PyTorch's default. LSTM's proj_size is not supported.
+
+The layers also take a PackedSequence (nn/utils/rnn.py: sequences of different lengths) and give
+their output as one: each sequence then runs for its own length only. The steps past a sequence's
+end keep its state as it was (h_t = h_{t-1} there, through a mask), so h_n is the state after its
+own last step, and the reverse direction starts from h0 at that step. That takes the step loop
+(`_step`, one op per step) instead of the layer op.
 """
 import math
 import numbers
@@ -42,6 +47,7 @@ from ..tensor import Tensor, default_float
 from . import functional as F
 from . import init
 from .module import Module, Parameter
+from .utils import rnn as rnn_utils
 
 
 # ============================================================================ one time step
@@ -303,8 +309,16 @@ class RNNBase(Module):
 
     # ------------------------------------------------------------------ input and state
     def _input(self, x):
-        """x as a Tensor (L, N, I), and whether it was batched."""
+        """x as a Tensor (L, N, I), whether it was batched, and for a PackedSequence the mask (L, N, 1)
+        of the steps inside each sequence (1) and past its end (0); None otherwise."""
         name = type(self).__name__
+        if isinstance(x, rnn_utils.PackedSequence):
+            if x.data.ndim != 2 or x.data.shape[-1] != self.input_size:
+                raise ValueError(f"{name}: the PackedSequence's data has shape {x.data.shape}, expected "
+                                 f"(steps, input_size = {self.input_size})")
+            padded, lengths = rnn_utils.pad_packed_sequence(x)  # (L, N, I), the batch's own order
+            inside = np.arange(padded.shape[0])[:, None] < lengths.numpy()[None, :]
+            return padded, True, Tensor(inside[..., None].astype(padded.dtype))
         x = as_tensor(x, dtype=None if isinstance(x, (Tensor, np.ndarray)) else self.weight_ih_l0.dtype)
         layout = "(N, L, I)" if self.batch_first else "(L, N, I)"
         if x.ndim not in (2, 3):
@@ -320,7 +334,7 @@ class RNNBase(Module):
             x = x.transpose(0, 1)  # (L, N, I)
         if x.shape[0] == 0:
             raise ValueError(f"{name}: the input of shape {x.shape} has no time steps")
-        return x, batched
+        return x, batched, None
 
     def _initial(self, hx, batch, batched, dtype, what="hidden state"):
         """An initial state (S, N, H) (zeros if hx is None), from (S, N, H), or (S, H) unbatched."""
@@ -336,21 +350,24 @@ class RNNBase(Module):
 
     def forward(self, input, hx=None):
         """RNN and GRU: one state h per layer and direction (LSTM carries (h, c) and has its own)."""
-        x, batched = self._input(input)
+        x, batched, mask = self._input(input)
         h0 = self._initial(hx, x.shape[1], batched, x.dtype)
-        out, final = self._run(x, list(h0.unbind(0)))
+        out, final = self._run(x, list(h0.unbind(0)), mask)
         h_n = stack(final, dim=0)
-        return self._output(out, batched), (h_n if batched else h_n.squeeze(1))
+        return self._output(out, batched, input), (h_n if batched else h_n.squeeze(1))
 
-    def _output(self, out, batched):
+    def _output(self, out, batched, input):
+        if isinstance(input, rnn_utils.PackedSequence):
+            return rnn_utils._repack(out, input)
         if not batched:
             return out.squeeze(1)
         return out.transpose(0, 1) if self.batch_first else out
 
     # ------------------------------------------------------------------ the loop
-    def _run(self, x, states):
-        """x (L, N, I); states: per layer and direction, the initial state (for the LSTM a pair).
-        Returns the last layer's output (L, N, D*H) and the final states, in the same order."""
+    def _run(self, x, states, mask=None):
+        """x (L, N, I); states: per layer and direction, the initial state (for the LSTM a pair);
+        mask (L, N, 1) or None (see _input). Returns the last layer's output (L, N, D*H) and the
+        final states, in the same order."""
         final = []
         for layer in range(self.num_layers):
             if layer > 0 and self.dropout and self.training:
@@ -358,16 +375,17 @@ class RNNBase(Module):
             outputs = []
             for direction, suffix in enumerate(self._suffixes(layer)):
                 state = states[layer * self.num_directions + direction]
-                out, state = self._direction(x, state, self._weights(suffix), reverse=direction == 1)
+                out, state = self._direction(x, state, self._weights(suffix), direction == 1, mask)
                 outputs.append(out)
                 final.append(state)
             x = outputs[0] if len(outputs) == 1 else cat(outputs, dim=-1)
         return x, final
 
-    def _direction(self, x, state, weights, reverse):
-        """One layer in one direction over the L steps of x (L, N, I_layer): (L, N, H) and the last state."""
+    def _direction(self, x, state, weights, reverse, mask=None):
+        """One layer in one direction over the L steps of x (L, N, I_layer): (L, N, H) and the last
+        state. With a mask (L, N, 1), a step past a sequence's end keeps its state and outputs 0."""
         w_ih, w_hh, b_ih, b_hh = weights
-        if self._layer_op:  # LSTM and GRU: one op for the whole sequence (ops_rnn.py)
+        if self._layer_op and mask is None:  # LSTM and GRU: one op for the whole sequence (ops_rnn.py)
             return self._sequence(F.linear(x, w_ih, b_ih), state, w_hh, b_hh, reverse)
         length = x.shape[0]
         if self._fused:  # the tanh RNN: one fused op per step, input's part included
@@ -376,8 +394,14 @@ class RNNBase(Module):
             step, inputs = (lambda gi_t, s: self._step(gi_t, s, w_hh, b_hh)), F.linear(x, w_ih, b_ih)
         hs = [None] * length
         for t in (range(length - 1, -1, -1) if reverse else range(length)):
-            state = step(inputs[t], state)
-            hs[t] = state[0] if isinstance(state, tuple) else state
+            new = step(inputs[t], state)
+            if mask is not None:  # state = m * new + (1 - m) * state, for h (and c)
+                m = mask[t]
+                new = tuple(s + m * (n - s) for n, s in zip(new, state)) if isinstance(new, tuple) else \
+                    state + m * (new - state)
+            state = new
+            h = state[0] if isinstance(state, tuple) else state
+            hs[t] = h if mask is None else h * mask[t]
         return stack(hs, dim=0), state
 
     _fused = False
@@ -487,15 +511,15 @@ class LSTM(RNNBase):
         return hs, (hs[0] if reverse else hs[-1], c_n)
 
     def forward(self, input, hx=None):
-        x, batched = self._input(input)
+        x, batched, mask = self._input(input)
         if hx is None:
             hx = (None, None)
         elif not (isinstance(hx, (tuple, list)) and len(hx) == 2):
             raise TypeError(f"LSTM: hx must be a pair (h0, c0), got {type(hx).__name__}")
         h0 = self._initial(hx[0], x.shape[1], batched, x.dtype, "hidden state h0")
         c0 = self._initial(hx[1], x.shape[1], batched, x.dtype, "cell state c0")
-        out, final = self._run(x, list(zip(h0.unbind(0), c0.unbind(0))))
+        out, final = self._run(x, list(zip(h0.unbind(0), c0.unbind(0))), mask)
         h_n, c_n = stack([h for h, _ in final], dim=0), stack([c for _, c in final], dim=0)
         if not batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-        return self._output(out, batched), (h_n, c_n)
+        return self._output(out, batched, input), (h_n, c_n)
