@@ -281,3 +281,74 @@ def test_subset_of_a_concat_dataset_and_a_loader_over_it():
     picked = Subset(both, [7, 0, 4])
     assert labels(DataLoader(picked, 3)) == [13, 0, 10]
     assert sorted(labels(DataLoader(both, 3, sampler=SubsetRandomSampler([7, 0, 4])))) == [0, 10, 13]
+
+
+# ---------------------------------------------------------------------- streams: IterableDataset
+class Stream(mg.utils.data.IterableDataset):
+    """Item i: (tensor [i, i^2] as float32, label i), for i < n; `sized` says whether it has a len."""
+
+    def __init__(self, n, start=0, sized=True):
+        self.n, self.start, self.sized = n, start, sized
+
+    def __iter__(self):
+        for i in range(self.start, self.start + self.n):
+            yield mg.tensor([float(i), float(i * i)]), i
+
+    def __len__(self):
+        if not self.sized:
+            raise TypeError("this stream has no length")
+        return self.n
+
+
+@pytest.mark.parametrize("n, batch_size, drop_last", [(7, 3, False), (7, 3, True), (6, 3, False), (2, 5, False),
+                                                      (2, 5, True)])
+def test_a_stream_is_batched_in_its_order_and_len_counts_its_batches(n, batch_size, drop_last):
+    loader = DataLoader(Stream(n), batch_size=batch_size, drop_last=drop_last)
+    batches = list(loader)
+    kept = n - n % batch_size if drop_last else n
+    labels = [int(i) for _, y in batches for i in y.numpy()]
+    assert labels == list(range(kept)) and len(loader) == len(batches)
+    assert len(batches) == (n // batch_size if drop_last else math.ceil(n / batch_size))
+    for x, y in batches:
+        assert x.shape == (len(y), 2) and x.dtype == np.float32 and y.dtype == np.int64
+        np.testing.assert_array_equal(x.numpy()[:, 1], y.numpy() ** 2)
+
+
+def test_a_stream_without_batching_gives_each_item_converted_and_chains_with_plus():
+    items = list(DataLoader(Stream(3), batch_size=None))
+    assert [y for _, y in items] == [0, 1, 2] and all(isinstance(x, mg.Tensor) for x, _ in items)
+    chained = Stream(2) + Stream(3, start=10)
+    assert isinstance(chained, mg.utils.data.ChainDataset) and len(chained) == 5
+    assert [int(i) for _, y in DataLoader(chained, batch_size=2) for i in y.numpy()] == [0, 1, 10, 11, 12]
+
+
+def test_a_stream_refuses_shuffle_and_samplers_and_an_unsized_one_has_no_len():
+    for option in ({"shuffle": True}, {"sampler": SequentialSampler(range(3))},
+                   {"batch_sampler": [[0, 1]], "batch_size": 1}):
+        with pytest.raises(ValueError, match="with IterableDataset: expected unspecified"):
+            DataLoader(Stream(3), **option)
+    DataLoader(Stream(3), shuffle=False)  # (False and None are "unspecified")
+    loader = DataLoader(Stream(4, sized=False), batch_size=2)
+    with pytest.raises(TypeError):
+        len(loader)
+    assert sum(len(y) for _, y in loader) == 4
+    with pytest.raises(NotImplementedError, match="must define __iter__"):
+        iter(mg.utils.data.IterableDataset()).__next__()
+    assert mg.utils.data.get_worker_info() is None
+
+
+def test_a_stream_gives_pytorchs_batches():
+    torch = pytest.importorskip("torch")
+
+    class TorchStream(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            for i in range(7):
+                yield torch.tensor([float(i), float(i * i)]), i
+
+    for batch_size, drop_last in ((3, False), (3, True), (None, False)):
+        ours = list(DataLoader(Stream(7), batch_size=batch_size, drop_last=drop_last))
+        theirs = list(torch.utils.data.DataLoader(TorchStream(), batch_size=batch_size, drop_last=drop_last))
+        assert len(ours) == len(theirs)
+        for (x, y), (tx, ty) in zip(ours, theirs):
+            np.testing.assert_array_equal(np.asarray(x.numpy()), tx.numpy())
+            np.testing.assert_array_equal(np.asarray(y.numpy() if isinstance(y, mg.Tensor) else y), np.asarray(ty))

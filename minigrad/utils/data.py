@@ -8,8 +8,10 @@
         ...                                                  # x (32, ...) and y (32,): Tensors
 
 A `Dataset` is anything with `__getitem__(i)` and `__len__()`; `Subset` picks some of its items,
-`ConcatDataset` (or `a + b`) puts datasets one after the other. A `DataLoader` walks a dataset in
-batches, in three steps, as PyTorch's:
+`ConcatDataset` (or `a + b`) puts datasets one after the other. An `IterableDataset` is a stream
+instead: it defines `__iter__()` (lines of a file, samples made on the fly), and `ChainDataset`
+puts streams one after the other. A `DataLoader` walks a dataset in batches, in three steps, as
+PyTorch's:
 
     sampler         which items, in which order: SequentialSampler (0, 1, 2, ...), RandomSampler
                     (shuffle=True: a new random order at every pass), SubsetRandomSampler,
@@ -19,7 +21,8 @@ batches, in three steps, as PyTorch's:
     collate_fn      each list of items -> one batch: by default `default_collate`, which stacks
                     tensors, arrays and numbers into Tensors
 
-Batches are made in the calling process (there are no worker processes).
+Batches are made in the calling process (there are no worker processes). An IterableDataset skips
+the sampler: its items are batched in the order they come, batch_size at a time.
 """
 import bisect
 import itertools
@@ -33,9 +36,9 @@ from .. import random
 from ..creation import multinomial, stack
 from ..tensor import Tensor
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "ConcatDataset", "DataLoader", "default_collate", "default_convert",
-           "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset", "DataLoader",
+           "default_collate", "default_convert", "get_worker_info", "random_split", "Sampler", "SequentialSampler",
+           "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
 
 
 class Dataset:
@@ -51,6 +54,43 @@ class Dataset:
     def __add__(self, other):
         """a + b: the items of a, then those of b (a ConcatDataset)."""
         return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset that is a stream: a subclass defines `__iter__()`, which yields the items in order
+    (lines read from a file, examples generated as they are needed), and no `__getitem__`. It may
+    define `__len__()` too; then `len(loader)` works. A DataLoader batches its items as they come:
+    no sampler, no shuffle (shuffle the stream itself, or buffer and shuffle inside `__iter__`)."""
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__() (it yields the items)")
+
+    def __add__(self, other):
+        """a + b: the items of stream a, then those of stream b (a ChainDataset)."""
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """Streams one after the other: the items of datasets[0], then of datasets[1], ..."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise TypeError(f"ChainDataset: expected IterableDatasets, got {type(d).__name__}")
+
+    def __iter__(self):
+        for d in self.datasets:
+            yield from d
+
+    def __len__(self):
+        return sum(len(d) for d in self.datasets)
+
+
+def get_worker_info():
+    """None: batches are made in the calling process, so code that splits a stream among loader
+    workers (`info = get_worker_info(); if info is None: ...`) takes its one-process branch."""
+    return None
 
 
 class TensorDataset(Dataset):
@@ -338,6 +378,12 @@ class DataLoader:
         name = "DataLoader"
         if generator is not None and not isinstance(generator, random.Generator):
             raise TypeError(f"{name}: generator must be a minigrad.Generator, got {type(generator).__name__}")
+        stream = isinstance(dataset, IterableDataset)
+        if stream:
+            for option, value in (("shuffle", shuffle), ("sampler", sampler), ("batch_sampler", batch_sampler)):
+                if value is not None and value is not False:  # (PyTorch's message)
+                    raise ValueError(f"{name} with IterableDataset: expected unspecified {option} option, but got "
+                                     f"{option}={value!r} (a stream has no indices to sample or shuffle)")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError(f"{name}: batch_sampler option is mutually exclusive with batch_size, shuffle, "
@@ -351,26 +397,34 @@ class DataLoader:
             batch_size = _positive_int(name, "batch_size", batch_size)
         if sampler is not None and shuffle:
             raise ValueError(f"{name}: sampler option is mutually exclusive with shuffle (the sampler sets the order)")
-        if sampler is None:
+        if sampler is None and not stream:  # (a stream's items come in its own order: no sampler)
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        elif not isinstance(sampler, (Sampler, Iterable)):
+        elif sampler is not None and not isinstance(sampler, (Sampler, Iterable)):
             raise TypeError(f"{name}: sampler must be a Sampler or an iterable of indices, got "
                             f"{type(sampler).__name__}")
-        if batch_size is not None and batch_sampler is None:
+        if batch_size is not None and batch_sampler is None and not stream:
             batch_sampler = BatchSampler(sampler, batch_size, bool(drop_last))
         self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, bool(shuffle), drop_last
         self.sampler, self.batch_sampler = sampler, batch_sampler
-        self.collate_fn = collate_fn if collate_fn is not None else \
-            default_collate if batch_sampler is not None else default_convert
+        batched = batch_size is not None if stream else batch_sampler is not None
+        self.collate_fn = collate_fn if collate_fn is not None else default_collate if batched else default_convert
         self.generator, self.num_workers, self.pin_memory = generator, num_workers, pin_memory
         self.timeout, self.worker_init_fn = timeout, worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         self.prefetch_factor, self.persistent_workers = prefetch_factor, persistent_workers
 
     def __len__(self):
+        if isinstance(self.dataset, IterableDataset):  # only if the stream knows its length
+            n = len(self.dataset)
+            if self.batch_size is None:
+                return n
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         return len(self.sampler if self.batch_sampler is None else self.batch_sampler)
 
     def __iter__(self):
+        if isinstance(self.dataset, IterableDataset):
+            yield from self._stream()
+            return
         if self.batch_sampler is None:  # batch_size=None: one item at a time
             for index in self.sampler:
                 yield self.collate_fn(self.dataset[index])
@@ -381,6 +435,20 @@ class DataLoader:
                 yield [t[rows[np.asarray(indices, dtype=np.int64)]] for t in tensors]
             else:
                 yield self.collate_fn([self.dataset[i] for i in indices])
+
+
+    def _stream(self):
+        """The batches of an IterableDataset: its items as they come, batch_size at a time."""
+        items = iter(self.dataset)
+        if self.batch_size is None:
+            for item in items:
+                yield self.collate_fn(item)
+            return
+        while True:
+            batch = list(itertools.islice(items, self.batch_size))
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
+            yield self.collate_fn(batch)
 
 
 def _tensor_rows(dataset):
