@@ -62,6 +62,25 @@ def one_cycle(t, max_lr, total, pct=0.3, div=25.0, final_div=1e4, strategy="cos"
     return start + (end - start) * p
 
 
+def cyclic(t, base, top, up, down, mode="triangular", gamma=1.0):
+    """CyclicLR's triangle, by the position in the cycle: up for `up` steps, down for `down`."""
+    cycle, position = divmod(t, up + down)
+    height = position / up if position <= up else (up + down - position) / down
+    factor = {"triangular": 1.0, "triangular2": 0.5 ** cycle, "exp_range": gamma ** t}[mode]
+    return base + (top - base) * height * factor
+
+
+def warm_restarts(t, base, eta_min, t_0, t_mult):
+    """SGDR: find the cycle step t falls in (they last t_0, t_0 t_mult, ...), then the cosine of it."""
+    start, length = 0, t_0
+    while t >= start + length:
+        start, length = start + length, length * t_mult
+    return cosine(t - start, base, eta_min, length)
+
+
+CYCLIC_BASES, CYCLIC_TOPS = (0.01, 0.002), (0.1, 0.05)
+
+
 def sequence(t, base):
     """ConstantLR(factor 0.5, 3 steps) until step 6, ExponentialLR(0.8) until 15, then StepLR(3, 0.5)."""
     if t < 6:
@@ -104,6 +123,27 @@ CASES = {
                                                          final_div_factor=100.0, three_phase=True),
         lambda t, i: one_cycle(t, MAX_LRS[i], STEPS, pct=0.25, div=10.0, final_div=100.0, strategy="linear",
                                three_phase=True)),
+    "CyclicLR": (lambda lib, o: lib.optim.lr_scheduler.CyclicLR(o, list(CYCLIC_BASES), list(CYCLIC_TOPS),
+                                                                step_size_up=4, step_size_down=6),
+                 lambda t, i: cyclic(t, CYCLIC_BASES[i], CYCLIC_TOPS[i], 4, 6)),
+    "CyclicLR-triangular2": (lambda lib, o: lib.optim.lr_scheduler.CyclicLR(o, 0.01, 0.1, step_size_up=3,
+                                                                            mode="triangular2"),
+                             lambda t, i: cyclic(t, 0.01, 0.1, 3, 3, "triangular2")),
+    "CyclicLR-exp_range": (lambda lib, o: lib.optim.lr_scheduler.CyclicLR(o, 0.01, 0.1, step_size_up=5,
+                                                                          step_size_down=2, mode="exp_range",
+                                                                          gamma=0.95),
+                           lambda t, i: cyclic(t, 0.01, 0.1, 5, 2, "exp_range", 0.95)),
+    "CosineAnnealingWarmRestarts": (
+        lambda lib, o: lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=7, eta_min=0.001),
+        lambda t, i: warm_restarts(t, LRS[i], 0.001, 7, 1)),
+    "CosineAnnealingWarmRestarts-T_mult-2": (
+        lambda lib, o: lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=2),
+        lambda t, i: warm_restarts(t, LRS[i], 0.0, 4, 2)),
+    "SequentialLR-warmup-restarts": (
+        lambda lib, o: lib.optim.lr_scheduler.SequentialLR(
+            o, [lib.optim.lr_scheduler.LinearLR(o, start_factor=0.5, total_iters=3),
+                lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=5)], milestones=[3]),
+        lambda t, i: LRS[i] * (0.5 + 0.5 * t / 3) if t < 3 else warm_restarts(t - 3, LRS[i], 0.0, 5, 1)),
     "SequentialLR-warmup-cosine": (
         lambda lib, o: lib.optim.lr_scheduler.SequentialLR(
             o, [lib.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=5),
@@ -189,6 +229,63 @@ def test_one_cycle_momentum_matches_pytorch(name):
     np.testing.assert_allclose(drive_momenta(mine, scheduler, key), drive_momenta(theirs, reference, key),
                                rtol=RTOL, atol=0)
     np.testing.assert_allclose(lrs_of(mine), lrs_of(theirs), rtol=RTOL, atol=0)
+
+
+@pytest.mark.parametrize("cls, key", [("SGD", "momentum"), ("Adam", "betas")])
+def test_cyclic_lr_cycles_the_momentum_the_other_way(cls, key):
+    opt = make_optimizer(mg, cls)
+    scheduler = lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=4, step_size_down=6, base_momentum=[0.8, 0.7],
+                                      max_momentum=[0.9, 0.95])
+    momenta = drive_momenta(opt, scheduler, key)
+    for i, (low, high) in enumerate([(0.8, 0.9), (0.7, 0.95)]):
+        expected = [high - (high - low) * (cyclic(t, 0.0, 1.0, 4, 6)) for t in range(STEPS + 1)]
+        np.testing.assert_allclose(momenta[:, i], expected, rtol=RTOL, atol=1e-15)
+    torch = pytest.importorskip("torch")
+    theirs = make_optimizer(torch, cls)
+    reference = torch.optim.lr_scheduler.CyclicLR(theirs, 0.01, 0.1, step_size_up=4, step_size_down=6,
+                                                  base_momentum=[0.8, 0.7], max_momentum=[0.9, 0.95])
+    np.testing.assert_allclose(drive_momenta(theirs, reference, key), momenta, rtol=RTOL, atol=1e-15)
+
+
+def test_cyclic_lr_needs_momentum_or_betas_to_cycle_it():
+    opt = mg.optim.Adagrad([mg.zeros(2, requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="CyclicLR: cycle_momentum needs an optimizer with momentum or betas"):
+        lr_scheduler.CyclicLR(opt, 0.01, 0.1)
+    scheduler = lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=2, cycle_momentum=False)
+    scheduler.step()
+    assert scheduler.get_last_lr() == pytest.approx([0.055])
+
+
+def test_warm_restarts_step_to_a_fraction_of_an_epoch_as_sgdr_does():
+    """scheduler.step(epoch + i / batches): the cosine at fractional epochs, and step() goes on from there."""
+    epochs = [e + i / 4 for e in range(12) for i in range(4)]
+    opt = make_optimizer(mg)
+    scheduler = lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=2, eta_min=0.001)
+    rates = []
+    for epoch in epochs:
+        scheduler.step(epoch)
+        rates.append(lrs_of(opt))
+    expected = [[warm_restarts_fraction(e, LRS[i], 0.001, 3, 2) for i in range(2)] for e in epochs]
+    np.testing.assert_allclose(rates, expected, rtol=RTOL)
+    assert scheduler.last_epoch == 11 and scheduler.T_i == 12 and scheduler.T_cur == pytest.approx(11.75 - 9)
+    scheduler.step()  # one on: 12.75
+    np.testing.assert_allclose(lrs_of(opt), [warm_restarts_fraction(12.75, lr, 0.001, 3, 2) for lr in LRS],
+                               rtol=RTOL)
+    torch = pytest.importorskip("torch")
+    theirs = make_optimizer(torch)
+    reference = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(theirs, T_0=3, T_mult=2, eta_min=0.001)
+    theirs_rates = []
+    for epoch in epochs:
+        reference.step(epoch)
+        theirs_rates.append(lrs_of(theirs))
+    np.testing.assert_allclose(rates, theirs_rates, rtol=RTOL)
+
+
+def warm_restarts_fraction(epoch, base, eta_min, t_0, t_mult):
+    start, length = 0.0, t_0
+    while epoch >= start + length:
+        start, length = start + length, length * t_mult
+    return cosine(epoch - start, base, eta_min, length)
 
 
 def test_one_cycle_without_momentum_leaves_it_alone_and_stops_at_total_steps():

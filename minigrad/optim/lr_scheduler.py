@@ -19,7 +19,8 @@ is a formula of t and base_lr. Driven alone, both give the same numbers up to fl
 tests check 1e-12 against PyTorch). They differ only if something else changes `group["lr"]`
 between steps: PyTorch builds on the changed value, minigrad overwrites it. So two schedulers
 stepped together do not multiply (PyTorch's ChainedScheduler is left out): use SequentialLR for one
-after the other, or one LambdaLR with the product of the factors. ReduceLROnPlateau, which reacts to
+after the other, or one LambdaLR with the product of the factors. (CyclicLR and
+CosineAnnealingWarmRestarts are closed forms in PyTorch too.) ReduceLROnPlateau, which reacts to
 a metric, is the exception: it multiplies the current lr.
 
 minigrad.compile replays a scheduler's `step()` as one call (`replayed_as_a_call`), so it advances
@@ -36,7 +37,7 @@ from ..grad_mode import _modes
 __all__ = [
     "cosine_with_warmup", "noam", "LRScheduler", "LambdaLR", "WarmupCosineLR", "NoamLR",
     "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "ConstantLR",
-    "OneCycleLR", "SequentialLR", "ReduceLROnPlateau",
+    "OneCycleLR", "CyclicLR", "CosineAnnealingWarmRestarts", "SequentialLR", "ReduceLROnPlateau",
 ]
 
 
@@ -303,6 +304,67 @@ class CosineAnnealingLR(LRScheduler):
         return [self.eta_min + (base - self.eta_min) * cosine / 2 for base in self.base_lrs]
 
 
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov & Hutter 2017), as PyTorch's CosineAnnealingWarmRestarts: half a cosine from
+    base_lr down to `eta_min` over T_i steps, then a restart at base_lr, each cycle T_mult times as
+    long as the one before (T_0, T_0·T_mult, T_0·T_mult², ...).
+
+        T_cur = steps since the last restart,   lr = η_min + ½·(base_lr − η_min)·(1 + cos(π·T_cur / T_i))
+
+    `step()` counts one step; `step(epoch)` jumps to `epoch`, which may be a fraction, as SGDR steps
+    after every batch: `scheduler.step(epoch + i / batches_per_epoch)`. `T_cur` and `T_i` are there
+    to read, as in PyTorch.
+    """
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0):  # noqa: N803  (PyTorch's names)
+        name = "CosineAnnealingWarmRestarts"
+        _check(_integer(T_0, 1), f"{name}: expected a positive integer T_0, but got {T_0!r}")
+        _check(_integer(T_mult, 1), f"{name}: expected an integer T_mult >= 1, but got {T_mult!r}")
+        _check(_number(eta_min), f"{name}: eta_min must be a number, got {eta_min!r}")
+        self.T_0, self.T_mult, self.eta_min = T_0, T_mult, eta_min
+        self._epoch = -1.0
+        super().__init__(optimizer)
+
+    @property
+    def T_cur(self):  # noqa: N802
+        return self._cycle()[0]
+
+    @property
+    def T_i(self):  # noqa: N802
+        return self._cycle()[1]
+
+    def _cycle(self):
+        """(T_cur, T_i): where step `epoch` falls in its cycle, and that cycle's length."""
+        t, length = self._epoch, self.T_0
+        if self.T_mult == 1:
+            return t % length, length
+        while t >= length:  # (a handful of cycles: exact, where a logarithm could round across a restart)
+            t, length = t - length, length * self.T_mult
+        return t, length
+
+    def step(self, epoch=None):
+        """One step, or to `epoch` (a number >= 0, a fraction too)."""
+        if epoch is None:  # one on from where it stands (last_step, if something else set it: SequentialLR)
+            self._epoch = (self._epoch if math.floor(self._epoch) == self.last_step else self.last_step) + 1.0
+        else:
+            _check(_number(epoch, 0), f"CosineAnnealingWarmRestarts: expected a non-negative epoch, got {epoch!r}")
+            self._epoch = epoch
+        self.last_step = math.floor(self._epoch)
+        self._set_lrs(self.get_lr())
+
+    def get_lr(self):
+        t_cur, t_i = self._cycle()
+        cosine = 1 + math.cos(math.pi * t_cur / t_i)
+        return [self.eta_min + (base - self.eta_min) * cosine / 2 for base in self.base_lrs]
+
+    def state_dict(self):
+        return {**super().state_dict(), "epoch": self._epoch}
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self._epoch = float(state_dict.get("epoch", self.last_step))
+
+
 class LinearLR(LRScheduler):
     """Scale the rate by a factor that goes in a straight line from `start_factor` to `end_factor`
     in `total_iters` steps, then stays there, as PyTorch's LinearLR (a warmup with the defaults).
@@ -401,11 +463,7 @@ class OneCycleLR(LRScheduler):
         self.lr_points = [(low, top, low, low / final_div_factor) if three_phase else (low, top, low / final_div_factor)
                           for low, top in zip(initial_lrs, max_lrs)]
         if cycle_momentum:
-            defaults = getattr(optimizer, "defaults", {})
-            _check("momentum" in defaults or "betas" in defaults,
-                   f"{name}: cycle_momentum needs an optimizer with momentum or betas "
-                   f"({type(optimizer).__name__} has neither); pass cycle_momentum=False")
-            self.use_beta1 = "betas" in defaults
+            self.use_beta1 = _momentum_setting(name, optimizer)
             bases = _per_group(name, "base_momentum", base_momentum, optimizer)
             highs = _per_group(name, "max_momentum", max_momentum, optimizer)
             _check(all(_number(m) for m in bases + highs),
@@ -447,12 +505,109 @@ class OneCycleLR(LRScheduler):
         if not self.cycle_momentum:
             return
         k, p = self._phase()
-        for group, points in zip(self.optimizer.param_groups, self.momentum_points):
-            momentum = self._anneal(points[k], points[k + 1], p)
-            if self.use_beta1:
-                group["betas"] = (momentum, *group["betas"][1:])
-            else:
-                group["momentum"] = momentum
+        _write_momenta(self.optimizer, [self._anneal(points[k], points[k + 1], p) for points in self.momentum_points],
+                       self.use_beta1)
+
+    def load_state_dict(self, state_dict):
+        """As LRScheduler's, and the momenta of the restored step are written back too."""
+        super().load_state_dict(state_dict)
+        self._set_momenta()
+
+
+def _momentum_setting(name, optimizer):
+    """Whether the optimizer's momentum is the first of its betas (Adam, AdamW) or group["momentum"]
+    (SGD, RMSprop), for the schedules that cycle it; an optimizer with neither is refused."""
+    defaults = getattr(optimizer, "defaults", {})
+    _check("momentum" in defaults or "betas" in defaults,
+           f"{name}: cycle_momentum needs an optimizer with momentum or betas ({type(optimizer).__name__} has "
+           "neither); pass cycle_momentum=False")
+    return "betas" in defaults
+
+
+def _write_momenta(optimizer, momenta, use_beta1):
+    for group, momentum in zip(optimizer.param_groups, momenta):
+        if use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate (Smith, "Cyclical Learning Rates for Training Neural Networks",
+    2017), as PyTorch's CyclicLR: the rate climbs from `base_lr` to `max_lr` in `step_size_up` steps,
+    falls back in `step_size_down` (= step_size_up by default), and so on. Call step() after every
+    batch.
+
+        T = step_size_up + step_size_down,   cycle = ⌊1 + t / T⌋,   x = 1 + t / T − cycle   (in [0, 1))
+        scale = x / r if x ≤ r else (x − 1) / (r − 1),   r = step_size_up / T   (0 → 1 → 0 over a cycle)
+        lr = base_lr + (max_lr − base_lr) · scale · f,   where f, by `mode`:
+            'triangular':   1                         'triangular2':   1 / 2^(cycle − 1)   (halved each cycle)
+            'exp_range':    gamma^t
+        or your `scale_fn(cycle)` (scale_mode='cycle') or `scale_fn(t)` (scale_mode='iterations').
+
+    `base_lr` and `max_lr` are one number or a list with one per group; base_lr replaces the
+    groups' own lr. cycle_momentum (the default, as in PyTorch): the momentum goes the other way,
+    max_momentum − (max_momentum − base_momentum) · scale · f, into group["momentum"] or the first of
+    group["betas"]; so SGD made without momentum gets momentum, as in PyTorch.
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
+                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
+                 max_momentum=0.9):
+        name = "CyclicLR"
+        _check_optimizer(name, optimizer)
+        step_size_down = step_size_up if step_size_down is None else step_size_down
+        for arg, value in (("step_size_up", step_size_up), ("step_size_down", step_size_down)):
+            _check(_number(value) and value > 0, f"{name}: {arg} must be a number > 0, got {value!r}")
+        _check(scale_fn is not None or mode in ("triangular", "triangular2", "exp_range"),
+               f"{name}: mode must be 'triangular', 'triangular2' or 'exp_range' (or give scale_fn), got {mode!r}")
+        _check(scale_mode in ("cycle", "iterations"),
+               f"{name}: scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        _check(_number(gamma, 0), f"{name}: gamma must be a number >= 0, got {gamma!r}")
+        base_lrs = _per_group(name, "base_lr", base_lr, optimizer)
+        self.max_lrs = _per_group(name, "max_lr", max_lr, optimizer)
+        _check(all(_number(x, 0) for x in base_lrs + self.max_lrs),
+               f"{name}: base_lr and max_lr must be numbers >= 0, got {base_lr!r} and {max_lr!r}")
+        self.total_size = float(step_size_up + step_size_down)
+        self.step_ratio = step_size_up / self.total_size
+        self.mode, self.gamma = mode, gamma
+        if scale_fn is None:
+            self.scale_fn = {"triangular": lambda c: 1.0, "triangular2": lambda c: 1 / 2.0 ** (c - 1),
+                             "exp_range": lambda t: gamma ** t}[mode]
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        else:
+            self.scale_fn, self.scale_mode = scale_fn, scale_mode
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _momentum_setting(name, optimizer)
+            self.base_momentums = _per_group(name, "base_momentum", base_momentum, optimizer)
+            self.max_momentums = _per_group(name, "max_momentum", max_momentum, optimizer)
+        for group, low in zip(optimizer.param_groups, base_lrs):
+            group["lr"] = group["initial_lr"] = low  # (base_lr replaces the groups' own lr, as in PyTorch)
+        super().__init__(optimizer)
+
+    def _scale(self):
+        """The step's height in its cycle (0 at base_lr, 1 at max_lr) times the mode's factor f."""
+        t = self.last_step
+        cycle = math.floor(1 + t / self.total_size)
+        x = 1.0 + t / self.total_size - cycle
+        height = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        return height * self.scale_fn(cycle if self.scale_mode == "cycle" else t)
+
+    def get_lr(self):
+        scale = self._scale()
+        return [base + (top - base) * scale for base, top in zip(self.base_lrs, self.max_lrs)]
+
+    def step(self):
+        """Advance one step: the rates, and the momenta if cycle_momentum."""
+        super().step()
+        self._set_momenta()
+
+    def _set_momenta(self):
+        if self.cycle_momentum:
+            scale = self._scale()
+            _write_momenta(self.optimizer, [high - (high - low) * scale for low, high in
+                                            zip(self.base_momentums, self.max_momentums)], self.use_beta1)
 
     def load_state_dict(self, state_dict):
         """As LRScheduler's, and the momenta of the restored step are written back too."""
