@@ -92,7 +92,8 @@ def train(args, eval_every=None):
 
     def loss_on(src, tgt):  # teacher forcing: the decoder reads tgt[:, :-1] and predicts tgt[:, 1:]
         logits = model(minigrad.tensor(src), minigrad.tensor(tgt[:, :-1]))
-        return F.cross_entropy(logits, tgt[:, 1:], label_smoothing=args.label_smoothing)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1),  # (rows, vocab)
+                               label_smoothing=args.label_smoothing)
 
     def validation_loss():
         model.eval()

@@ -212,7 +212,7 @@ def plans(quick=False):
 def loss_of(model, x, y):
     """The mean cross-entropy of the next characters y (-100: none) given x."""
     logits = model(minigrad.tensor(x))
-    return F.cross_entropy(logits, y, ignore_index=IGNORE)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=IGNORE)
 
 
 def split_loss(model, x, y, rows=2048):
@@ -222,7 +222,8 @@ def split_loss(model, x, y, rows=2048):
     with minigrad.no_grad():
         for i in range(0, len(x), rows):
             logits = model(minigrad.tensor(x[i:i + rows]))
-            total += F.cross_entropy(logits, y[i:i + rows], ignore_index=IGNORE, reduction="sum").item()
+            total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y[i:i + rows].reshape(-1),
+                                     ignore_index=IGNORE, reduction="sum").item()
     return total / count
 
 

@@ -10,15 +10,26 @@ from . import kernels
 from ._allocator import keep_freed_memory
 from .autograd import Context, Function, grad
 from .compile import compile  # noqa: A004  (minigrad.compile, as torch.compile)
-from .creation import (
+from .creation import (  # noqa: F401  (the legacy constructors: FloatTensor, LongTensor, ...)
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
     arange,
     as_tensor,
     cat,
+    cdist,
     dropout,
     einsum,
     embedding,
     empty,
     empty_like,
+    equal,
     eye,
     finfo,
     from_numpy,
@@ -28,6 +39,7 @@ from .creation import (
     iinfo,
     is_tensor,
     linspace,
+    logspace,
     matmul,
     meshgrid,
     normal,
@@ -99,12 +111,13 @@ del _name
 # the course API's functions that are methods too (`torch.mm(a, b)` is `a.mm(b)`, ...)
 for _name in (
     "gt lt ge le eq ne t index_select amax amin norm ceil square reciprocal mm bmm mv outer dot unflatten narrow "
-    "roll diag nonzero count_nonzero isinf nan_to_num"
+    "roll diag nonzero count_nonzero isinf nan_to_num median quantile unique bincount diagonal trace movedim "
+    "moveaxis scatter index_add index_fill lerp addcmul addcdiv"
 ).split():
     globals()[_name] = _method(_name)
 del _name
 
-from . import accelerator, backends, cuda, nn, optim  # noqa: E402
+from . import accelerator, backends, cuda, linalg, nn, optim  # noqa: E402
 from . import datasets, utils  # noqa: E402  (minigrad.utils.data, as torch.utils.data)
 from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)

@@ -138,14 +138,17 @@ class Function:
     def apply(cls, *inputs, **params):
         tensor = _tensor_module()
         Tensor = tensor.Tensor
-        inputs = tuple([x if isinstance(x, Tensor) else Tensor(x) for x in inputs])
+        try:
+            arrays = [t._data for t in inputs]  # (the usual case: every input is a Tensor)
+        except AttributeError:
+            inputs, arrays = _tensor_inputs(Tensor, inputs)
         if cls.promotes_int_to_float:
             inputs = tuple([t if t._data.dtype.kind in "fc" else t.to(tensor._default_float) for t in inputs])
+            arrays = [t._data for t in inputs]
         modes = _modes
         needs = tuple([t._requires_grad for t in inputs]) if modes.grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)
         ctx.fn = cls
-        arrays = [t._data for t in inputs]
         if modes.anomaly_enabled:
             return _apply_checked(cls, ctx, inputs, arrays, params)
         if modes.recorder is not None:
@@ -154,6 +157,21 @@ class Function:
         if isinstance(data, tuple):
             return _several_outputs(ctx, inputs, data)
         return _output_tensor(Tensor, data, inputs, ctx, True in needs)
+
+
+def _tensor_inputs(Tensor, inputs):
+    """apply's inputs that are not all Tensors: each made a Tensor (for the graph), and the arrays
+    forward gets. A Python number reaches forward as itself, as in PyTorch, so that it mixes with a
+    float32 array as a number does (a 0-d int64 array would make the result float64)."""
+    tensors = tuple([x if isinstance(x, Tensor) else Tensor(x) for x in inputs])
+    arrays = []
+    for x, t in zip(inputs, tensors):
+        if type(x) in (int, float, bool):
+            t.python_number = x  # (what a replay passes: compile.py)
+            arrays.append(x)
+        else:
+            arrays.append(t._data)
+    return tensors, arrays
 
 
 def _apply_checked(cls, ctx, inputs, arrays, params):

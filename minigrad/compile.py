@@ -177,7 +177,8 @@ def _flat_arguments(args, kwargs):
 
 # ----------------------------------------------------------------------------- recording
 # Where an op reads an input from at replay time:
-VALUE, LIVE, GRAD = 0, 1, 2  # values[i] (an argument or an op's result), tensor._data, leaf._grad._data
+VALUE, LIVE, GRAD, NUMBER = 0, 1, 2, 3  # values[i] (an argument or an op's result), tensor._data, leaf._grad._data,
+#                                        a Python number passed to an op (forward gets it as it is: autograd.py)
 
 
 def _stops_on_refusal(method):
@@ -237,6 +238,8 @@ class Recorder:
         leaf = self.grad_of.get(id(t))
         if leaf is not None:
             return GRAD, leaf
+        if "python_number" in t.__dict__:
+            return NUMBER, t.python_number
         self.reads.pop(id(t._data), None)
         return LIVE, t  # a weight, a buffer, a constant made inside the step
 
@@ -401,6 +404,8 @@ def _array(values, source):
         return values[where]
     if kind == LIVE:
         return where._data
+    if kind == NUMBER:
+        return where
     return where._grad._data  # (GRAD: the leaf's .grad, made by this replay's backward)
 
 
@@ -429,7 +434,8 @@ class Tape:
 
     def __str__(self):
         lines = [f"Tape: {sum(e[0] == 'op' for e in self.events)} ops, {self.n_values} values"]
-        names = {VALUE: "%{}".format, LIVE: lambda t: f"const{tuple(t._data.shape)}", GRAD: lambda t: "p.grad"}
+        names = {VALUE: "%{}".format, LIVE: lambda t: f"const{tuple(t._data.shape)}", GRAD: lambda t: "p.grad",
+                 NUMBER: repr}
         for e in self.events:
             if e[0] == "op":
                 r = e[1]

@@ -267,6 +267,15 @@ def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     return Tensor(np.linspace(start, end, steps).astype(dtype or default_float()), requires_grad=requires_grad)
 
 
+def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, device=None):
+    """`steps` values from base^start to base^end, evenly spaced in the exponent (both included)."""
+    check_device(device, "logspace")
+    if not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"logspace: steps must be an integer >= 0, got {steps!r}")
+    return Tensor(np.logspace(start, end, steps, base=base).astype(dtype or default_float()),
+                  requires_grad=requires_grad)
+
+
 def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device=None):
     """Like numpy's arange; integer arguments give int64, floats the default float dtype (float32)."""
     check_device(device, "arange")
@@ -452,6 +461,44 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 def is_tensor(obj):
     """Whether `obj` is a minigrad Tensor."""
     return isinstance(obj, Tensor)
+
+
+def equal(input, other):
+    """True if the two tensors have the same shape and the same values (a Python bool)."""
+    a, b = np.asarray(as_tensor(input).numpy()), np.asarray(as_tensor(other).numpy())
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def cdist(x1, x2, p=2.0):
+    """The p-norm distance between every row of x1 (..., P, M) and every row of x2 (..., R, M):
+    (..., P, R). It is `norm` of the differences, whose gradient is 0 where two rows are equal
+    (the distance's kink), as PyTorch's."""
+    x1, x2 = as_tensor(x1), as_tensor(x2)
+    if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
+        raise ValueError(f"cdist: expected x1 (..., P, M) and x2 (..., R, M) with the same M, got shapes {x1.shape} "
+                         f"and {x2.shape}")
+    return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, dim=-1)
+
+
+def _legacy(dtype):
+    def make(*args, device=None):
+        """PyTorch's old constructor: `FloatTensor(2, 3)` (a new tensor of that shape, zeros here)
+        or `FloatTensor([1, 2])` (the values, in this dtype)."""
+        check_device(device, "a legacy constructor")
+        if args and all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+            return zeros(*args, dtype=dtype)
+        if len(args) == 1 and isinstance(args[0], (tuple, list)) and not args[0]:
+            return zeros(0, dtype=dtype)
+        if len(args) != 1:
+            raise TypeError(f"expected sizes (ints) or one sequence of values, got {args!r}")
+        return tensor(args[0].numpy() if isinstance(args[0], Tensor) else args[0], dtype=dtype)
+
+    return make
+
+
+FloatTensor, DoubleTensor, HalfTensor = _legacy(np.float32), _legacy(np.float64), _legacy(np.float16)
+LongTensor, IntTensor, ShortTensor = _legacy(np.int64), _legacy(np.int32), _legacy(np.int16)
+ByteTensor, CharTensor, BoolTensor = _legacy(np.uint8), _legacy(np.int8), _legacy(np.bool_)
 
 
 # ---------------------------------------------------------------------- the limits of each dtype

@@ -283,6 +283,25 @@ class Sqrt(Function):
         return g / (2 * y)
 
 
+class SqrtOfVariance(Function):
+    """std = sqrt(var): sqrt, whose gradient at var = 0 (every value equal) is 0 instead of inf, as
+    PyTorch's std: var's own gradient there is 0 (x - mean = 0), and inf * 0 would be NaN."""
+
+    @staticmethod
+    def forward(ctx, a):
+        y = np.sqrt(a)
+        ctx.save_for_backward(y)
+        return y
+
+    rule = "d(sqrt v)/dv = 1 / (2 sqrt v), and 0 where v = 0 (the std of equal values: PyTorch's choice)"
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(y > 0, g / (2 * y), 0).astype(y.dtype)
+
+
 class Abs(Function):
     @staticmethod
     def forward(ctx, a):
@@ -761,7 +780,8 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
         ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "sum")
-        return np.sum(a, axis=ctx.axes, keepdims=keepdims)
+        # integers and bools sum to int64, as in PyTorch (numpy would sum unsigned ones to uint64)
+        return np.sum(a, axis=ctx.axes, keepdims=keepdims, dtype=np.int64 if a.dtype.kind == "u" else None)
 
     rule = "every summed element contributes with weight 1: g copied back over the reduced axes"
 
@@ -1356,6 +1376,41 @@ class ScatterAdd(Function):
             dsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
             dsrc[ctx.used] = g[ctx.grid]
         return g, dsrc
+
+
+class Scatter(Function):
+    """A copy of `a` with src[i][j] written at [index[i][j]][j] for dim 0 (and so on): scatter_add,
+    but writing instead of adding (an index given twice: the last write stays, as numpy's; PyTorch
+    leaves that case undefined). `x.scatter_(1, y[:, None], 1.0)` writes one-hot rows."""
+
+    @staticmethod
+    def forward(ctx, a, src, index, dim):
+        if a.dtype != src.dtype:
+            raise TypeError(f"scatter: the tensor is {a.dtype} but src is {src.dtype}; convert one")
+        if src.ndim == 0:
+            src = np.broadcast_to(src, index.shape)
+        if index.ndim != src.ndim or any(n > m for n, m in zip(index.shape, src.shape)):
+            raise ValueError(f"scatter: index of shape {index.shape} does not fit src {src.shape}; expected as "
+                             "many dims, and index.shape[d] <= src.shape[d] for every d")
+        ctx.grid = _index_grid("scatter", a.shape, index, dim)
+        ctx.used = tuple(np.indices(index.shape, sparse=True))  # the part of src that is written
+        ctx.src_shape = src.shape
+        out = a.copy()
+        out[ctx.grid] = src[ctx.used]
+        return out
+
+    rule = "written places forget a: da = g with 0 there; each used src element reads g where it was written"
+
+    @staticmethod
+    def backward(ctx, g):
+        da = dsrc = None
+        if ctx.needs_input_grad[0]:
+            da = g.copy()
+            da[ctx.grid] = 0
+        if ctx.needs_input_grad[1]:
+            dsrc = np.zeros(ctx.src_shape, dtype=g.dtype)
+            dsrc[ctx.used] = g[ctx.grid]
+        return da, dsrc
 
 
 class Flip(Function):

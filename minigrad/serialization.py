@@ -5,8 +5,8 @@
 
 What can be saved: dicts with str keys, lists, tuples, numpy arrays and numpy scalars, Tensors,
 and Python int, float, bool, str and None, nested in any way up to MAX_DEPTH (100) containers
-deep. A Tensor is saved as its array and comes back as a numpy array (the gradient and the graph
-are not saved).
+deep. A Tensor comes back as a Tensor (its values and requires_grad; not its gradient or graph),
+as from torch.load; a numpy array as a numpy array. (A model's state_dict() holds numpy arrays.)
 
 The file format is an ordinary numpy .npz (a zip of uncompressed .npy files, as numpy.savez
 writes it), readable without pickle: each array is stored under a key "a0", "a1", ...; the entry
@@ -39,7 +39,7 @@ from .tensor import Tensor
 __all__ = ["save", "load", "CheckpointError"]
 
 FORMAT_NAME = "minigrad-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a Tensor is a "tensor" node (version 1 had arrays only; files without Tensors say 1)
 STRUCTURE_KEY = "minigrad_structure"
 MAX_DEPTH = 100  # containers (dicts, lists, tuples) inside one another, at most
 
@@ -72,6 +72,8 @@ def _encode(obj, arrays, where, depth=0):
                             "convert it to a numeric array or a list")
         key = f"a{len(arrays)}"
         arrays[key] = array
+        if isinstance(obj, Tensor):
+            return {"type": "tensor", "key": key, "requires_grad": obj.requires_grad}
         return {"type": "scalar" if is_scalar else "array", "key": key}
     if isinstance(obj, dict):
         for k in obj:
@@ -100,10 +102,15 @@ def _decode(node, arrays):
         if type(value) is not _VALUE_TYPES[kind]:
             raise CheckpointError(f"corrupt checkpoint structure: a {kind} node holds {value!r}")
         return value
-    if kind in ("array", "scalar"):
+    if kind in ("array", "scalar", "tensor"):
         key = node.get("key")
         if not isinstance(key, str) or key not in arrays:
             raise CheckpointError(f"corrupt checkpoint structure: no array {key!r} in the file")
+        if kind == "tensor":
+            requires_grad = node.get("requires_grad")
+            if type(requires_grad) is not bool or (requires_grad and arrays[key].dtype.kind not in "fc"):
+                raise CheckpointError(f"corrupt checkpoint structure: a tensor node with requires_grad={requires_grad!r}")
+            return Tensor(arrays[key], requires_grad=requires_grad)
         return arrays[key] if kind == "array" else arrays[key][()]
     items = node.get("items") if kind in ("dict", "list", "tuple") else None
     if not isinstance(items, list):
@@ -149,7 +156,9 @@ def save(obj, path):
     path = os.fspath(check.path("save(obj, path)", "path", path))
     arrays = {}
     tree = _encode(obj, arrays, "checkpoint")
-    structure = json.dumps({"format": FORMAT_NAME, "version": FORMAT_VERSION, "tree": tree})
+    text = json.dumps(tree)
+    version = FORMAT_VERSION if '"type": "tensor"' in text else 1  # (a file without Tensors: any minigrad reads it)
+    structure = json.dumps({"format": FORMAT_NAME, "version": version, "tree": tree})
     arrays[STRUCTURE_KEY] = np.frombuffer(structure.encode("utf-8"), dtype=np.uint8)
 
     write_atomically(path, lambda f: np.savez(f, **arrays))  # a file object: numpy adds no ".npz" to the name
@@ -210,9 +219,10 @@ def _sync_directory(directory):
 
 
 # ---------------------------------------------------------------------------- load
-def load(path):
-    """Read a checkpoint written by `save`. Arrays (and saved Tensors) come back as numpy arrays,
-    numpy scalars as numpy scalars, tuples as tuples.
+def load(path, map_location=None, *, weights_only=None, mmap=None):
+    """Read a checkpoint written by `save`. Tensors come back as Tensors, arrays as numpy arrays,
+    numpy scalars as numpy scalars, tuples as tuples. (map_location, weights_only and mmap are
+    PyTorch's: accepted; there is one device, and nothing is ever unpickled.)
 
     Raises FileNotFoundError (or another OSError) if the file cannot be opened, and
     CheckpointError for anything wrong with its contents: not an .npz, truncated or corrupt, an
@@ -250,7 +260,7 @@ def _load(f):
         raise CheckpointError("not a minigrad checkpoint: its structure entry names format "
                               f"{info.get('format') if isinstance(info, dict) else None!r}")
     version = info.get("version")
-    if version != FORMAT_VERSION:
+    if version not in (1, FORMAT_VERSION):
         raise CheckpointError(f"checkpoint format version {version!r}; this minigrad reads version "
                               f"{FORMAT_VERSION} (saved by a newer minigrad?)")
     return _decode(info.get("tree"), arrays)

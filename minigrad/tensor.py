@@ -130,6 +130,9 @@ class Tensor(TensorMath, TensorShape):
     __array_priority__ = 1000  # numpy_array * tensor calls Tensor.__rmul__
 
     def __init__(self, data, dtype=None, requires_grad=False):
+        if isinstance(dtype, numbers.Integral) and not isinstance(dtype, bool):
+            raise TypeError(f"Tensor{(data, dtype)}: Tensor(...) takes values, not sizes; for a tensor of shape "
+                            f"{(data, dtype)} write minigrad.zeros(...) (or PyTorch's old FloatTensor(...))")
         self._data = _to_array(data, dtype)
         self._grad = None
         self._ctx = None
@@ -252,6 +255,14 @@ class Tensor(TensorMath, TensorShape):
             raise ValueError(f"int(): only a tensor with one element converts to a Python int, shape is {self.shape}")
         return int(self._data.item())
 
+    def __index__(self):
+        """An integer tensor of one element as an index: data[i:i + 8], range(n), [..][i] (PyTorch's)."""
+        if self._data.size != 1 or self._data.dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors of a single element can be converted to an index, got "
+                            f"{self._data.dtype} of shape {self.shape}")
+        self._read("an index")
+        return int(self._data.item())
+
     def tolist(self):
         self._read("t.tolist()")
         return self._data.tolist()
@@ -275,10 +286,10 @@ class Tensor(TensorMath, TensorShape):
         return f"tensor({body}, shape={self.shape}, dtype={self.dtype}{extra})"
 
     def __format__(self, spec):
-        """f"{t:.4f}": a one-element tensor formats as its number, as in PyTorch; a larger one only
-        with an empty spec (f"{t}", as str(t))."""
+        """f"{t:.4f}": a one-element tensor formats as its number; f"{t}" is str(t), except for a 0-d
+        tensor, which is its number (PyTorch's)."""
         self._read("formatting t")
-        if self._data.size == 1:
+        if self._data.size == 1 and (spec or self._data.ndim == 0):
             return format(self._data.item(), spec)
         if spec:
             raise TypeError(f"format: the spec {spec!r} formats one number, but this tensor has shape {self.shape} "
@@ -409,10 +420,20 @@ class Tensor(TensorMath, TensorShape):
 
     def copy_(self, src, non_blocking=False):
         """Copy `src`'s values (broadcast to this shape, cast to this dtype) into this tensor."""
-        return self._update("copy_", Copy.apply, src)
+        return self._update("copy_", Copy.apply, self._in_my_dtype(src))
 
     def fill_(self, value):
-        return self._update("fill_", Copy.apply, value)
+        return self._update("fill_", Copy.apply, self._in_my_dtype(value))
+
+    def _in_my_dtype(self, value):
+        """A Python number (or list of them) written into this tensor, as an array of its dtype: 0.1
+        into a float64 tensor is float64's 0.1, not float32's (which the default dtype would give)."""
+        if isinstance(value, (numbers.Number, list, tuple)) and not isinstance(value, Tensor):
+            try:
+                return np.asarray(value, dtype=self._data.dtype)
+            except (TypeError, ValueError):
+                return value
+        return value
 
     def zero_(self):
         return self._update("zero_", Copy.apply, 0)
@@ -461,7 +482,7 @@ class Tensor(TensorMath, TensorShape):
     def __setitem__(self, index, value):
         """x[index] = value, in place (value broadcast to the selected shape), with the rules above."""
         index = _index_items(index)
-        return self._update("__setitem__", lambda x, v: SetItem.apply(x, v, index=index), value)
+        return self._update("__setitem__", lambda x, v: SetItem.apply(x, v, index=index), self._in_my_dtype(value))
 
     def masked_fill_(self, mask, value):
         """Write `value` where `mask` (bool, broadcastable to this shape) is True, in place (see masked_fill)."""
@@ -728,6 +749,16 @@ class Tensor(TensorMath, TensorShape):
         return Tensor._from_op(self._data | np.asarray(other), False)
 
     # any() and all() are in tensor_math.py
+
+
+def _zero_grads(params, set_to_none=True):
+    """zero_grad of optimizers and modules: `p.grad = None` for each parameter (without the property's
+    call), or with set_to_none=False zeros written into each gradient there is."""
+    for p in params:
+        if set_to_none or p._grad is None:
+            p._grad = None
+        else:
+            p._grad._data[...] = 0
 
 
 def _in_place(name):

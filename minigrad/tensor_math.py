@@ -180,12 +180,12 @@ class TensorMath:
     def std(self, dim=None, unbiased=None, keepdim=None, *, correction=None, ddof=None, axis=None, keepdims=None):
         """Standard deviation, sqrt(var): divides by n - 1 by default, as PyTorch (see `var` for
         unbiased=, correction= and ddof=). A composition of var and sqrt, so its gradient comes
-        from theirs; at std = 0 that gradient is inf or NaN."""
+        from theirs; at std = 0 (all values equal) it is 0, as PyTorch's (ops.SqrtOfVariance)."""
         dim, keepdim = _dim_and_keepdim("std", dim, unbiased, keepdim, axis, keepdims)
         if isinstance(dim, bool):
             dim, unbiased = None, dim
         correction = _correction("std", unbiased, correction, ddof)
-        return ops.Var.apply(self, axis=dim, keepdims=keepdim, ddof=correction).sqrt()
+        return ops.SqrtOfVariance.apply(ops.Var.apply(self, axis=dim, keepdims=keepdim, ddof=correction))
 
     def prod(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         axis, keepdims = _pytorch_names("prod", axis, keepdims, dim, keepdim)
@@ -491,6 +491,96 @@ class TensorMath:
             with np.errstate(invalid="ignore", divide="ignore"):
                 hist = hist / hist.sum() / np.diff(edges)
         return Histogram(self._from_op(hist, False), self._from_op(edges, False))
+
+
+    # ------------------------------------------------------------------ order statistics and counts
+    def median(self, dim=None, keepdim=False):
+        """The median, PyTorch's: of an even count the lower of the two middle values (not their
+        mean); a NaN makes it NaN. With a dim, the pair (values, indices). The value is `gather`ed
+        from where it is, so the gradient flows back to that element."""
+        if dim is None:
+            return self.reshape(-1).median(0).values
+        dim = _axis(dim, self.ndim, "median", self.shape)
+        values = self.numpy()
+        if values.shape[dim] == 0:
+            raise IndexError(f"median: dim {dim} of shape {self.shape} is empty")
+        order = np.argsort(values, axis=dim, kind="stable")  # (NaN last)
+        nans = np.isnan(values).sum(axis=dim, keepdims=True) if values.dtype.kind == "f" else 0
+        n = values.shape[dim]
+        k = np.where(nans > 0, n - nans, (n - 1) // 2)  # the middle, or the first NaN
+        indices = np.take_along_axis(order, np.broadcast_to(k, order.shape[:dim] + (1,) + order.shape[dim + 1:]),
+                                     axis=dim)
+        out = self.gather(dim, indices)
+        if not keepdim:
+            out, indices = out.squeeze(dim), indices.squeeze(dim)
+        return MaxMin(out, self._from_op(indices, False))
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """The q-th quantiles (q in [0, 1], a number or a 1-D tensor of them; then the result gets a
+        first dim of len(q)), as `torch.quantile`: sorted values v along `dim` (all of them, flattened,
+        without a dim), position p = q (n - 1), and v at p by `interpolation`: 'linear'
+        v[⌊p⌋] + (p − ⌊p⌋)(v[⌈p⌉] − v[⌊p⌋]), 'lower', 'higher', 'nearest' or 'midpoint'. A NaN makes
+        its row NaN. Built of sort and indexing, so gradients flow to the values used."""
+        if interpolation not in ("linear", "lower", "higher", "nearest", "midpoint"):
+            raise ValueError(f"quantile: interpolation must be 'linear', 'lower', 'higher', 'nearest' or 'midpoint', "
+                             f"got {interpolation!r}")
+        if self.dtype.kind != "f":
+            raise TypeError(f"quantile: expected a float tensor, got {self.dtype}")
+        qs = np.asarray(q.numpy() if isinstance(q, TensorMath) else q, dtype=np.float64)
+        if qs.ndim > 1 or np.any((qs < 0) | (qs > 1)):
+            raise ValueError(f"quantile: q must be a number or a 1-D tensor of numbers in [0, 1], got {qs.tolist()}")
+        x, d = (self.reshape(-1), 0) if dim is None else (self, _axis(dim, self.ndim, "quantile", self.shape))
+        n = x.shape[d]
+        if n == 0:
+            raise IndexError(f"quantile: dim {d} of shape {x.shape} is empty")
+        ordered = x.sort(d).values  # (NaN last)
+        p = qs.reshape(-1) * (n - 1)
+        low, high = np.floor(p).astype(np.int64), np.ceil(p).astype(np.int64)
+        if interpolation == "lower":
+            high = low
+        elif interpolation == "higher":
+            low = high
+        elif interpolation == "nearest":
+            low = high = np.round(p).astype(np.int64)  # (half to even, as torch.round)
+        v_low, v_high = ordered.index_select(d, low), ordered.index_select(d, high)
+        weight = np.full_like(p, 0.5) if interpolation == "midpoint" else p - low
+        shape = [1] * x.ndim
+        shape[d] = len(p)
+        out = v_low + (v_high - v_low) * weight.reshape(shape).astype(x.dtype)  # (m along d)
+        if x.dtype.kind == "f":  # a NaN anywhere along d: NaN
+            out = out.masked_fill(ordered.index_select(d, np.array([n - 1])).isnan(), float("nan"))
+        out = out.movedim(d, 0) if x.ndim > 1 else out  # (m, ...)
+        if keepdim:
+            out = out.unsqueeze(d + 1) if dim is not None else out.reshape((len(p),) + (1,) * self.ndim)
+        return out[0] if qs.ndim == 0 else out
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        """The distinct values, in increasing order (outside the graph), as `torch.unique`; with
+        return_inverse, also where each element's value is in them; with return_counts, how often each
+        occurs. With a dim, the distinct slices along it."""
+        values = self.numpy()
+        result = np.unique(values, return_inverse=return_inverse, return_counts=return_counts, axis=dim)
+        if not (return_inverse or return_counts):
+            return self._from_op(result, False)
+        out = [self._from_op(result[0], False)]
+        if return_inverse:
+            inverse = result[1]
+            out.append(self._from_op(inverse.reshape(values.shape if dim is None else -1).astype(np.int64), False))
+        if return_counts:
+            out.append(self._from_op(result[-1].astype(np.int64), False))
+        return tuple(out)
+
+    def bincount(self, weights=None, minlength=0):
+        """How often each of 0, 1, 2, ... occurs in this 1-D tensor of integers >= 0 (int64), or the
+        sums of their `weights` (in the weights' float dtype), at least `minlength` long."""
+        values = self.numpy()
+        if values.ndim != 1 or values.dtype.kind not in "iub" or (values.size and values.min() < 0):
+            raise ValueError(f"bincount: expected a 1-D tensor of integers >= 0, got {values.dtype} of shape "
+                             f"{values.shape}")
+        w = None if weights is None else np.asarray(weights.numpy() if isinstance(weights, TensorMath) else weights)
+        counts = np.bincount(values, weights=w, minlength=minlength)
+        return self._from_op(counts.astype(np.int64 if w is None else w.dtype if w.dtype.kind == "f" else
+                                           np.float64), False)
 
 
 def _dims(op, dim, shape):

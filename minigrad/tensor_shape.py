@@ -124,10 +124,8 @@ class TensorShape:
             return self.reshape(tuple(n for n in self.shape if n != 1))
         axes = {_axis(a, self.ndim, "squeeze", self.shape)
                 for a in ((axis,) if isinstance(axis, numbers.Integral) else axis)}
-        for a in axes:
-            if self.shape[a] != 1:
-                raise ValueError(f"squeeze: axis {a} has size {self.shape[a]}, not 1 (shape {self.shape})")
-        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+        # an axis whose size is not 1 stays, as in PyTorch (x.squeeze(1) of a (B, T) batch is the batch)
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes or n != 1))
 
     def expand(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape
@@ -296,6 +294,106 @@ class TensorShape:
         if not isinstance(src, TensorShape):  # (every Tensor is one) numbers or arrays: x's dtype
             src = np.asarray(src, dtype=self.dtype)
         return ops.ScatterAdd.apply(self, src, index=np.asarray(index), dim=dim)
+
+
+    def scatter(self, dim, index, src=None, *, value=None):
+        """A copy of x with src[i][j] written at [index[i][j]][j] for dim=0 (and so on): the writing
+        twin of scatter_add. `src` may be a number (or give value=): `zeros(N, C).scatter(1,
+        y.unsqueeze(1), 1.0)` is the one-hot encoding of y."""
+        dim = _axis(dim, self.ndim, "scatter", self.shape)
+        src = value if src is None else src
+        if src is None:
+            raise TypeError("scatter: give src (a tensor or a number) or value=")
+        if not isinstance(src, TensorShape):  # numbers or arrays: x's dtype
+            src = np.asarray(src, dtype=self.dtype)
+        return ops.Scatter.apply(self, src, index=np.asarray(index), dim=dim)
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        """scatter, written into x (reduce="add": scatter_add_; "multiply" is not supported)."""
+        if reduce not in (None, "add"):
+            raise NotImplementedError(f"scatter_: reduce={reduce!r} is not supported (only None and 'add')")
+        if reduce == "add":
+            return self.scatter_add_(dim, index, value if src is None else src)
+        return self._update("scatter_", lambda x: x.scatter(dim, index, src, value=value))
+
+    def scatter_add_(self, dim, index, src):
+        """scatter_add, written into x."""
+        return self._update("scatter_add_", lambda x: x.scatter_add(dim, index, src))
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        """A copy of x with alpha * source[..., i, ...] added to x[..., index[i], ...] along `dim`
+        (index 1-D, as long as source is along dim; an index given twice adds twice)."""
+        dim = _axis(dim, self.ndim, "index_add", self.shape)
+        index = np.asarray(getattr(index, "_data", index))
+        source = source if isinstance(source, TensorShape) else np.asarray(source, dtype=self.dtype)
+        if index.ndim != 1 or source.ndim != self.ndim or source.shape[dim] != len(index):
+            raise ValueError(f"index_add: expected a 1-D index as long as source along dim {dim}, and source with "
+                             f"x's dims; got index {index.shape}, source {tuple(source.shape)}, x {self.shape}")
+        shape = [1] * self.ndim
+        shape[dim] = len(index)
+        spread = np.broadcast_to(index.reshape(shape), source.shape)  # scatter_add's index: one per source element
+        return self.scatter_add(dim, spread, source if alpha == 1 else source * alpha)
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return self._update("index_add_", lambda x: x.index_add(dim, index, source, alpha=alpha))
+
+    def index_fill(self, dim, index, value):
+        """A copy of x with `value` in every slice x[..., i, ...] along `dim` for i in `index`."""
+        dim = _axis(dim, self.ndim, "index_fill", self.shape)
+        rows = np.zeros(self.shape[dim], dtype=bool)
+        rows[np.asarray(getattr(index, "_data", index))] = True
+        return self.masked_fill(rows.reshape([-1 if d == dim else 1 for d in range(self.ndim)]), value)
+
+    def index_fill_(self, dim, index, value):
+        return self._update("index_fill_", lambda x: x.index_fill(dim, index, value))
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """Write fill_value on the main diagonal (x[i, i], or x[i, i, i] ...: every dim as long), in
+        place; wrap=True starts again below a tall matrix's square top, as numpy's fill_diagonal."""
+        if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+            raise ValueError(f"fill_diagonal_: expected a matrix, or a tensor with every dim as long, got shape "
+                             f"{self.shape}")
+        mask = np.zeros(self.shape, dtype=bool)
+        np.fill_diagonal(mask, True, wrap=wrap)
+        return self.masked_fill_(mask, fill_value)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal of the (dim1, dim2) planes: x[i, i + offset] for a matrix; those two dims go,
+        and the diagonal is the last dim. It is indexing, so the gradient flows back to it."""
+        d1, d2 = (_axis(d, self.ndim, "diagonal", self.shape) for d in (dim1, dim2))
+        if d1 == d2:
+            raise ValueError(f"diagonal: dim1 and dim2 must differ, both are {d1}")
+        rest = [d for d in range(self.ndim) if d not in (d1, d2)]
+        planes = self.permute(*rest, d1, d2)  # (..., rows, cols)
+        rows, cols = planes.shape[-2:]
+        n = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+        i = np.arange(n)
+        return planes[(Ellipsis, i - min(offset, 0), i + max(offset, 0))]
+
+    def trace(self):
+        """The sum of a matrix's diagonal."""
+        if self.ndim != 2:
+            raise ValueError(f"trace: expected a matrix (2-D), got shape {self.shape}")
+        return self.diagonal().sum()
+
+    def movedim(self, source, destination):
+        """x with its dims `source` moved to the places `destination` (ints, or tuples of them), the
+        others keeping their order: x.movedim(0, -1) of (A, B, C) is (B, C, A). A view, as permute."""
+        src = [source] if isinstance(source, numbers.Integral) else list(source)
+        dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+        if len(src) != len(dst):
+            raise ValueError(f"movedim: source {source} and destination {destination} must have as many dims")
+        src = [_axis(d, self.ndim, "movedim", self.shape) for d in src]
+        dst = [_axis(d, self.ndim, "movedim", self.shape) for d in dst]
+        rest = iter([d for d in range(self.ndim) if d not in src])
+        placed = dict(zip(dst, src))
+        return self.permute(*[placed[i] if i in placed else next(rest) for i in range(self.ndim)])
+
+    moveaxis = movedim
+
+    def ndimension(self):
+        """The number of dims (x.ndim), PyTorch's old name."""
+        return self.ndim
 
 
 def _diagonal(op, diagonal, k):

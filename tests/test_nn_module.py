@@ -228,7 +228,9 @@ def test_state_dict_keys_copies_and_buffers():
     net.register_buffer("pos", minigrad.randn(4), persistent=True)
     net.register_buffer("mask", minigrad.ones(4), persistent=False)
     sd = net.state_dict()
-    assert list(sd) == NET_PARAMETER_NAMES + ["pos"]
+    # PyTorch's order: each module's parameters, then its buffers, then the modules below it (pos is Net's own)
+    own = [n for n in NET_PARAMETER_NAMES if "." not in n]
+    assert list(sd) == own + ["pos"] + [n for n in NET_PARAMETER_NAMES if "." in n]
     assert all(isinstance(v, np.ndarray) for v in sd.values())
     np.testing.assert_array_equal(sd["blocks.0.fc.weight"], net.blocks[0].fc.weight.numpy())
     np.testing.assert_array_equal(sd["pos"], net.pos.numpy())

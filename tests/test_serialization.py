@@ -23,9 +23,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def assert_same(loaded, original):
-    """Equal values and equal types (arrays: same dtype and shape; Tensors come back as arrays)."""
+    """Equal values and equal types (arrays: same dtype and shape; Tensors come back as Tensors, with
+    their requires_grad, as from torch.load)."""
     if isinstance(original, mg.Tensor):
-        original = original.numpy()
+        assert isinstance(loaded, mg.Tensor) and loaded.requires_grad == original.requires_grad
+        loaded, original = loaded.numpy(), original.numpy()
     if isinstance(original, np.ndarray):
         assert isinstance(loaded, np.ndarray)
         assert loaded.dtype == original.dtype and loaded.shape == original.shape
@@ -79,7 +81,7 @@ def test_round_trip_nested(tmp_path):
     save(obj, path)
     loaded = load(path)
     assert_same(loaded, obj)
-    assert isinstance(loaded["tensor"], np.ndarray)
+    assert isinstance(loaded["tensor"], mg.Tensor) and loaded["tensor"].requires_grad
     assert isinstance(loaded["numpy_scalar"], np.int64)
     assert leftovers(tmp_path, {"ckpt.npz"}) == []
 

@@ -302,7 +302,13 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets=None, cache=None):
         logits = F.linear(self.hidden_states(idx, cache), self.wte.weight)  # (B, T, V), head tied to wte
-        return logits, None if targets is None else F.cross_entropy(logits, targets)
+        if targets is None:
+            return logits, None
+        if tuple(targets.shape) != logits.shape[:-1]:
+            raise ValueError(f"GPT: cross_entropy's targets have shape {tuple(targets.shape)}, expected the ids' "
+                             f"shape {logits.shape[:-1]} (B, T): one next token per position")
+        # as rows (B*T, V): the class axis of (B, T, V) could be mistaken for PyTorch's dim 1 if T = V
+        return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, use_cache=True, return_logits=False):
         """Continue idx (B, T) by max_new_tokens sampled tokens -> (B, T + max_new_tokens).

@@ -201,7 +201,7 @@ def _run_rnn(exercise, steps, seed):
     for _ in range(steps):
         window = corpus.windows(8, 16)
         out, _ = rnn(embed(window[:, :-1]))  # (B, T, 32)
-        loss = F.cross_entropy(head(out), window[:, 1:])
+        loss = F.cross_entropy(head(out).reshape(-1, corpus.vocab), window[:, 1:].reshape(-1))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -382,9 +382,31 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, *, attn_mask=No
     return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=scale)
 
 
-def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+def _classes_last(op, logits, targets):
+    """logits with their class axis last, for integer targets. minigrad's layout has it last,
+    (N, d, C) with targets (N, d); PyTorch's has it at dim 1, (N, C, d) with targets (N, d): the
+    targets' shape says which one this is (for 2-D logits (N, C) they are the same). When it could
+    be either (C = d), the losses would differ, so that is refused rather than guessed."""
+    if logits.ndim < 3:
+        return logits
+    last = targets.shape == logits.shape[:-1]
+    pytorch = targets.shape == logits.shape[:1] + logits.shape[2:]
+    if pytorch and not last:
+        return logits.movedim(1, -1)  # (N, C, d...) -> (N, d..., C)
+    if pytorch and last:
+        raise ValueError(
+            f"{op}: logits {logits.shape} with targets {targets.shape} could have their classes along dim 1 "
+            f"(PyTorch's layout (N, C, d)) or along the last dim (minigrad's (N, d, C)), which give different "
+            f"losses. Make it 2-D: {op}(logits.movedim(1, -1).reshape(-1, C), targets.reshape(-1)) for PyTorch's "
+            f"layout, {op}(logits.reshape(-1, C), targets.reshape(-1)) for the last")
+    return logits
+
+
+def cross_entropy(logits, targets, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
     """Cross-entropy of `logits` (..., V) against integer `targets` (...): the class axis is last
-    (for 2-D logits (N, V) this is PyTorch's layout too).
+    (for 2-D logits (N, V) this is PyTorch's layout too). PyTorch's layout for more dims, (N, V, d)
+    with targets (N, d), is taken too, when the shapes say which one it is (see _classes_last).
 
     loss = -log softmax(logits)[target], computed stably as logsumexp(logits) - logits[target].
     label_smoothing = eps mixes the one-hot target with the uniform distribution:
@@ -393,17 +415,49 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
 
     `targets` may also be class probabilities (float, the logits' shape), as in PyTorch:
     loss = -sum_j targets_j log softmax(logits)_j per row (label smoothing mixes them with the
-    uniform distribution too), and "mean" divides by the number of rows."""
+    uniform distribution too), and "mean" divides by the number of rows. Their class axis is last
+    whatever the number of dims (the shape cannot tell PyTorch's (N, V, d) from (N, d, V) here).
+
+    weight (V,): a weight per class, PyTorch's: each loss times its target's weight, and "mean"
+    divides by the sum of the counted targets' weights; with label smoothing, the smoothing term's
+    -log p_j are weighted by w_j too."""
+    if size_average is not None or reduce is not None:
+        raise TypeError("cross_entropy: size_average and reduce are PyTorch's deprecated arguments; use reduction=")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     logits = as_tensor(logits)
     kind = (targets.dtype if hasattr(targets, "dtype") else np.asarray(targets).dtype).kind
     if kind == "f" and np.shape(targets) == logits.shape:  # class probabilities
+        if weight is not None:
+            raise NotImplementedError("cross_entropy: weight= with class probabilities is not supported")
         return _soft_cross_entropy(logits, targets, label_smoothing, reduction)
     targets = np.asarray(targets)
+    logits = _classes_last("cross_entropy", logits, targets)
+    if weight is not None:
+        return _weighted_cross_entropy(logits, targets, weight, ignore_index, label_smoothing, reduction)
     return ops.CrossEntropy.apply(
         logits, targets=targets, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction
     )
+
+
+def _weighted_cross_entropy(logits, targets, weight, ignore_index, label_smoothing, reduction):
+    """cross_entropy with class weights w, composed of log_softmax and nll_loss (PyTorch's formula):
+        loss_i = (1 - eps) w[t_i] (-log p[t_i]) + eps / V sum_j w_j (-log p_j)
+    and "mean" divides by sum_i w[t_i] over the counted targets."""
+    log_p = logits.log_softmax(-1)
+    nll = nll_loss(log_p, targets, weight, ignore_index=ignore_index, reduction=reduction)
+    if not label_smoothing:
+        return nll
+    classes = logits.shape[-1]
+    w = np.asarray(weight.detach().numpy() if isinstance(weight, Tensor) else weight, dtype=logits.dtype)
+    counted = targets != ignore_index
+    smooth = where(counted, -(log_p * w).sum(-1), 0.0) / classes  # eps / V sum_j w_j (-log p_j), per target
+    if reduction == "mean":
+        total = np.where(counted, w[np.where(counted, targets, 0)], 0).sum()
+        smooth = smooth.sum() / (total if total != 0 else 1)
+    else:
+        smooth = _reduce("cross_entropy", smooth, reduction)
+    return (1 - label_smoothing) * nll + label_smoothing * smooth
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -455,6 +509,7 @@ def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean")
         loss = sum_i -w[t_i] input[i, t_i] / sum_i w[t_i]"""
     input = as_tensor(input)
     target = np.asarray(target)
+    input = _classes_last("nll_loss", input, target) if input.ndim else input
     if input.ndim == 0 or target.shape != input.shape[:-1]:
         raise ValueError(f"nll_loss: target of shape {target.shape} must match the input's shape {input.shape} "
                          f"without its last (class) axis, i.e. {input.shape[:-1]}")

@@ -31,17 +31,20 @@ class MSELoss(_Loss):
 
 class CrossEntropyLoss(_Loss):
     """F.cross_entropy as a module: logits (..., C) with the class axis last (for (N, C) logits,
-    PyTorch's layout too), targets as class ids (...) or probabilities (..., C)."""
+    PyTorch's layout too; PyTorch's (N, C, d) too, see F.cross_entropy), targets as class ids (...)
+    or probabilities (rows, C); `weight` (C,): a weight per class."""
 
-    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
         super().__init__(reduction)
-        if weight is not None:
-            raise NotImplementedError("CrossEntropyLoss: per-class weights (weight=) are not supported")
-        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+        if size_average is not None or reduce is not None:
+            raise TypeError("CrossEntropyLoss: size_average and reduce are PyTorch's deprecated arguments; use "
+                            "reduction=")
+        self.weight, self.ignore_index, self.label_smoothing = weight, ignore_index, label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
-                               reduction=self.reduction)
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               label_smoothing=self.label_smoothing, reduction=self.reduction)
 
 
 class L1Loss(_Loss):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import devices
 from ..compile import replayed_as_a_call
-from ..tensor import Tensor
+from ..tensor import Tensor, _zero_grads
 
 
 class Parameter(Tensor):
@@ -54,12 +54,13 @@ class Module:
             self._buffers[name] = (value, self._buffers[name][1])
             object.__setattr__(self, name, value)
             return
+        keep = (self._parameters if isinstance(value, Parameter) else
+                self._modules if isinstance(value, Module) else None)
         for registry in (self._parameters, self._buffers, self._modules):
-            registry.pop(name, None)
-        if isinstance(value, Parameter):
-            self._parameters[name] = value
-        elif isinstance(value, Module):
-            self._modules[name] = value
+            if registry is not keep:
+                registry.pop(name, None)
+        if keep is not None:
+            keep[name] = value  # (a replaced one keeps its place in the order, as in PyTorch)
         object.__setattr__(self, name, value)  # plain attribute too: fast look-up in forward
 
     def __delattr__(self, name):
@@ -158,9 +159,9 @@ class Module:
         return self.train(False)
 
     @replayed_as_a_call
-    def zero_grad(self):
-        for p in self.parameters():
-            p._grad = None  # (p.grad = None, without the property's call)
+    def zero_grad(self, set_to_none=True):
+        """Forget every parameter's gradient (`p.grad = None`); zeros instead with set_to_none=False."""
+        _zero_grads(self.parameters(), set_to_none)
 
     def to(self, *args, dtype=None, device=None, non_blocking=False):
         """Convert every floating parameter and buffer to `dtype`, in place (the Parameter
@@ -199,19 +200,25 @@ class Module:
         return self.to(np.float32)
 
     # ------------------------------------------------------------------ state
+    def _state(self):
+        """(dotted name, tensor) for every parameter and persistent buffer, in PyTorch's order: each
+        module's parameters, then its buffers, then the modules below it."""
+        for prefix, module in self.named_modules():
+            for registry in (module._parameters, {n: t for n, (t, keep) in module._buffers.items() if keep}):
+                for name, t in registry.items():
+                    if t is not None:
+                        yield (f"{prefix}.{name}" if prefix else name), t
+
     def state_dict(self):
         """name -> numpy array (a copy) for every parameter and persistent buffer."""
-        state = OrderedDict((n, p.numpy().copy()) for n, p in self.named_parameters(remove_duplicate=False))
-        state.update((n, t.numpy().copy()) for n, t, persistent in self._named_buffers() if persistent)
-        return state
+        return OrderedDict((n, t.numpy().copy()) for n, t in self._state())
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy values from `state_dict` into this module's parameters.
 
         With strict=True, missing keys, unexpected keys and shape mismatches raise one error that
         lists each of them; otherwise the matching entries are loaded and the rest reported."""
-        own = OrderedDict(self.named_parameters(remove_duplicate=False))
-        own.update((n, t) for n, t, persistent in self._named_buffers() if persistent)
+        own = OrderedDict(self._state())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         mismatched = [
@@ -246,19 +253,55 @@ class Module:
 
 
 class ModuleList(Module):
-    """A list of modules whose parameters are registered (a plain list would hide them)."""
+    """A list of modules whose parameters are registered (a plain list would hide them), named
+    "0", "1", ... A slice is a ModuleList of its own (a Sequential's slice a Sequential)."""
 
     def __init__(self, modules=()):
         super().__init__()
-        for m in modules:
-            self.append(m)
+        self.extend(modules)
 
     def append(self, module):
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(self).__name__}: expected a Module, got {type(module).__name__}")
         setattr(self, str(len(self._modules)), module)
         return self
 
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._renumber(modules)
+
+    def _renumber(self, modules):
+        for name in list(self._modules):
+            delattr(self, name)
+        self.extend(modules)
+
+    def _index(self, i):
+        n = len(self._modules)
+        if not -n <= i < n:
+            raise IndexError(f"{type(self).__name__}: index {i} is out of range for {n} modules")
+        return str(i % n)
+
     def __getitem__(self, i):
-        return list(self._modules.values())[i]
+        if isinstance(i, slice):
+            return type(self)(list(self._modules.values())[i])
+        return self._modules[self._index(i)]
+
+    def __setitem__(self, i, module):
+        setattr(self, self._index(i), module)
+
+    def __delitem__(self, i):
+        modules = list(self._modules.values())
+        del modules[i]
+        self._renumber(modules)
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
 
     def __len__(self):
         return len(self._modules)
@@ -322,10 +365,31 @@ class ModuleDict(Module):
 
 
 class Sequential(ModuleList):
-    """Modules applied one after another: Sequential(Linear(2, 8), ReLU(), Linear(8, 1))."""
+    """Modules applied one after another: Sequential(Linear(2, 8), ReLU(), Linear(8, 1)), named "0",
+    "1", ...; or Sequential(OrderedDict([("fc", Linear(2, 8)), ("act", ReLU())])), named by its keys
+    (seq.fc). A slice is a Sequential with the same names."""
 
     def __init__(self, *modules):
+        if len(modules) == 1 and isinstance(modules[0], dict):
+            Module.__init__(self)
+            for name, module in modules[0].items():
+                if not isinstance(module, Module):
+                    raise TypeError(f"Sequential: {name!r} must be a Module, got {type(module).__name__}")
+                setattr(self, name, module)
+            return
         super().__init__(modules)
+
+    def _index(self, i):
+        n = len(self._modules)
+        if not -n <= i < n:
+            raise IndexError(f"Sequential: index {i} is out of range for {n} modules")
+        return list(self._modules)[i]
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[i]))
+        return self._modules[self._index(i)]
+
 
     def forward(self, x):
         for m in self._modules.values():

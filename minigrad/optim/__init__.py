@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import kernels
 from ..compile import replayed_as_a_call
-from ..tensor import Tensor
+from ..tensor import Tensor, _zero_grads
 from . import lr_scheduler
 from .lr_scheduler import LambdaLR, LRScheduler, NoamLR, WarmupCosineLR, cosine_with_warmup, noam
 
@@ -96,11 +96,10 @@ class Optimizer:
             cls.step = replayed_as_a_call(cls.__dict__["step"])
 
     @replayed_as_a_call
-    def zero_grad(self):
-        """Forget every parameter's gradient (`p.grad = None`); the next backward starts afresh."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                p._grad = None  # (p.grad = None, without the property's call)
+    def zero_grad(self, set_to_none=True):
+        """Forget every parameter's gradient (`p.grad = None`); the next backward starts afresh.
+        set_to_none=False writes zeros into the gradients instead (PyTorch's option)."""
+        _zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self):
         """Update every parameter that has a gradient. Subclasses implement this."""

@@ -179,7 +179,8 @@ def default_collate(batch):
     """A list of items -> one batch, as PyTorch's: Tensors are stacked along a new first dim, numpy
     arrays and numpy numbers become one Tensor of their dtype, Python floats a float64 Tensor, ints
     an int64 one and bools a bool one; dicts collate key by key, tuples and lists position by
-    position (a tuple gives a list, as in PyTorch; a namedtuple stays one); strings stay a list."""
+    position (a tuple gives a list, as in PyTorch; a namedtuple stays one); strings stay as they
+    are (a list of them, or a tuple of each position's strings)."""
     if not batch:
         raise ValueError("default_collate: the batch is empty")
     elem = batch[0]
@@ -196,7 +197,7 @@ def default_collate(batch):
     if isinstance(elem, numbers.Real):
         return Tensor(np.array(batch, dtype=np.float64))
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # (as it came: a list, or a tuple from a batch of tuples, as in PyTorch)
     if isinstance(elem, Mapping):
         return {key: default_collate([item[key] for item in batch]) for key in elem}
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
@@ -205,7 +206,7 @@ def default_collate(batch):
         if any(len(item) != len(elem) for item in batch):
             raise ValueError(f"default_collate: the items of a batch must have the same length, got lengths "
                              f"{sorted({len(item) for item in batch})}")
-        return [default_collate(list(samples)) for samples in zip(*batch)]
+        return [default_collate(samples) for samples in zip(*batch)]
     raise TypeError(f"default_collate: cannot batch items of type {type(elem).__name__} (it batches Tensors, "
                     "numpy arrays, numbers, strings, and dicts, tuples and lists of them); pass collate_fn=")
 
