@@ -318,6 +318,7 @@ class Tensor(TensorMath, TensorShape):
         """The same values (shared memory), cut from the graph."""
         t = Tensor._from_op(self._data, False)
         t._base = self if self._base is None else self._base
+        t.detached = True  # (an in-place change of it inside the graph is refused: _update_view_in_graph)
         return t
 
     def requires_grad_(self, requires_grad=True):
@@ -367,12 +368,7 @@ class Tensor(TensorMath, TensorShape):
         """`_update` for a tensor in the graph: the update becomes an op whose input is this tensor as
         it was (`previous`, which takes over its history), and this tensor becomes its output."""
         if self._base is not None:
-            raise RuntimeError(
-                f"{op}: this tensor shares memory with another one (it is a view or a slice of it, or was "
-                "made by detach()), so changing it in place inside the graph would change the other tensor "
-                "behind its gradient's back. Use the out-of-place form (x = x + y), clone() it first, or "
-                "make the change inside `minigrad.no_grad()` if no gradient should flow through it"
-            )
+            return self._update_view_in_graph(op, compute, operands)
         if self._ctx is not None and self._ctx.outputs is not None:
             raise RuntimeError(f"{op}: this tensor is one of several outputs of {self._ctx.name}; it cannot be "
                                "changed in place inside the graph. Use the out-of-place form, or clone() it first")
@@ -384,6 +380,44 @@ class Tensor(TensorMath, TensorShape):
         ctx = new._ctx
         ctx.output_version, ctx.inplace = self._version, op
         self._ctx, self._requires_grad = ctx, True
+        return self
+
+    def _update_view_in_graph(self, op, compute, operands):
+        """`_update` for a view of another tensor, `base` (x = base.reshape(...), base[0], base.T):
+        changing the view changes base, so both get a new history, as in PyTorch:
+
+            base   <- base as it was, with the view's elements replaced by the new values
+            view   <- those elements read from the new base
+
+        Which elements of base the view holds is read from the memory they share (`_positions`):
+        a flat index into base for each element of the view, so any view (slice, reshape, transpose)
+        works the same way. The new base is a SetItem at those indices; each view a GetItem."""
+        base = self._base
+        positions = _positions(base._data, self._data)
+        if positions is None or self.__dict__.get("detached") or self._ctx is not None and self._ctx.outputs:
+            raise RuntimeError(
+                f"{op}: this tensor shares memory with another one (it was made by detach(), or is one of "
+                "several outputs of one op, such as split or unbind), so changing it in place inside the "
+                "graph would change the other tensor behind its gradient's back. Use the out-of-place form "
+                "(x = x + y), clone() it first, or make the change inside `minigrad.no_grad()` if no "
+                "gradient should flow through it")
+        if base._ctx is None and base._requires_grad:
+            raise RuntimeError(f"{op}: a view of a leaf tensor that requires grad is being used in an in-place "
+                               "operation while gradients are recorded; update it inside `minigrad.no_grad()`, "
+                               "or change a clone")
+        before = Tensor._from_op(base._data, base._requires_grad)  # base as it was (its history)
+        before._ctx, before._base = base._ctx, base
+        flat, index = (-1,), (positions,)
+        new = compute(ops.GetItem.apply(before.reshape(flat), index=index), *operands)  # (a copy: the write
+        after = SetItem.apply(before.reshape(flat), new, index=index)  # cannot reach it); base as it is now, flat
+        self._write(op, new)
+        self._bump(op)
+        # base and the view each read `after` through an op of their own (a later change of base
+        # gives base a newer history, not the view, which keeps reading this one)
+        base._ctx, base._requires_grad = Clone.apply(after.reshape(base.shape))._ctx, True
+        self._ctx, self._requires_grad = ops.GetItem.apply(after, index=index)._ctx, True
+        for ctx in (base._ctx, self._ctx):
+            ctx.output_version, ctx.inplace = base._version, op
         return self
 
     def _write(self, op, new):
@@ -749,6 +783,22 @@ class Tensor(TensorMath, TensorShape):
         return Tensor._from_op(self._data | np.asarray(other), False)
 
     # any() and all() are in tensor_math.py
+
+
+def _positions(base, view):
+    """The flat index into `base` (a C-contiguous array) of each element of `view` (an array over the
+    same memory), shaped like view; None if that cannot be read from their memory."""
+    if not base.flags.c_contiguous or base.dtype != view.dtype or any(s % base.itemsize for s in view.strides):
+        return None
+    start, step = view.__array_interface__["data"][0] - base.__array_interface__["data"][0], base.itemsize
+    if start % step:
+        return None
+    positions = np.full(view.shape, start // step, dtype=np.int64)
+    for axis, (n, stride) in enumerate(zip(view.shape, view.strides)):
+        positions += (np.arange(n, dtype=np.int64) * (stride // step)).reshape((n,) + (1,) * (view.ndim - axis - 1))
+    if positions.size and (positions.min() < 0 or positions.max() >= base.size):
+        return None
+    return positions
 
 
 def _zero_grads(params, set_to_none=True):
