@@ -74,7 +74,7 @@ from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradch
 from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
 from .opcheck import find_bad_backward
 from .random import Generator, default_generator, manual_seed
-from .tensor import Size, Tensor, get_default_dtype, set_default_dtype, set_printoptions
+from .tensor import Size, Tensor, _write_out, get_default_dtype, set_default_dtype, set_printoptions
 
 float32, float64, int64, bool_ = "float32", "float64", "int64", "bool"
 float16, int32, int16, int8, uint8 = "float16", "int32", "int16", "int8", "uint8"
@@ -82,8 +82,9 @@ uint16, uint32, uint64, complex64, complex128 = "uint16", "uint32", "uint64", "c
 
 
 def _method(name):
-    def function(x, *args, **kwargs):
-        return getattr(as_tensor(x), name)(*args, **kwargs)
+    def function(x, *args, out=None, **kwargs):
+        result = getattr(as_tensor(x), name)(*args, **kwargs)
+        return result if out is None else _write_out(name, out, result)  # (PyTorch's out=)
 
     function.__name__ = name
     function.__doc__ = f"`minigrad.{name}(x, ...)` is `x.{name}(...)`; see `Tensor.{name}`."
@@ -112,7 +113,8 @@ del _name
 for _name in (
     "gt lt ge le eq ne t index_select amax amin norm ceil square reciprocal mm bmm mv outer dot unflatten narrow "
     "roll diag nonzero count_nonzero isinf nan_to_num median quantile unique bincount diagonal trace movedim "
-    "moveaxis scatter index_add index_fill lerp addcmul addcdiv"
+    "moveaxis scatter index_add index_fill lerp addcmul addcdiv kthvalue swapaxes swapdims tile masked_select "
+    "logical_not logical_and logical_or logical_xor is_floating_point is_complex unbind true_divide divide"
 ).split():
     globals()[_name] = _method(_name)
 del _name
@@ -123,6 +125,8 @@ from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)
 from .serialization import CheckpointError, load, save  # noqa: E402
 from .safetensors_io import load_safetensors, save_safetensors  # noqa: E402
+
+from .nn.functional import cosine_similarity, pairwise_distance  # noqa: E402  (torch.cosine_similarity, ...)
 
 keep_freed_memory()
 

@@ -385,6 +385,9 @@ def _refuse_changed(ctx, output):
 def backward(root, grad=None, retain_graph=False):
     """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad."""
     recorder = _modes.recorder  # (minigrad.compile writes the walk down before it runs: compile.py)
+    if recorder is not None and len(HOOKED):
+        recorder.refuse("a tensor has a gradient hook (register_hook), which a replay would not call")
+        recorder = None
     plan = None if recorder is None else recorder.record_backward(root, grad)
     _walk([root], [_root_grad(root, grad)], retain_graph, _store_grad)
     if plan is not None and _modes.recorder is recorder:
@@ -433,6 +436,24 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
     return tuple(result)
 
 
+# tensors with gradient hooks (Tensor.register_hook): the walk looks for hooks only while there are some
+HOOKED = weakref.WeakValueDictionary()  # id(tensor) -> tensor (a Tensor's == is elementwise: no set)
+
+
+def _run_hooks(node, g):
+    """Call node's gradient hooks, in order, on g (as a Tensor); one that returns a value replaces g."""
+    Tensor = _tensor_module().Tensor
+    for hook in list(node.__dict__.get("grad_hooks", {}).values()):
+        result = hook(Tensor._from_op(g if isinstance(g, np.ndarray) else np.asarray(g), False))
+        if result is not None:
+            new = np.asarray(result._data if isinstance(result, Tensor) else result)
+            if new.shape != np.shape(g):
+                raise RuntimeError(f"hook: a gradient hook returned shape {new.shape}, expected {np.shape(g)} (the "
+                                   "tensor's gradient)")
+            g = new.astype(node._data.dtype, copy=False)
+    return g
+
+
 def _walk(roots, root_grads, retain_graph, keep):
     """The backward pass, from `roots` (whose gradients are `root_grads`) to the leaves.
 
@@ -451,8 +472,11 @@ def _walk(roots, root_grads, retain_graph, keep):
     order = _topological_order(roots)
     waiting = _outputs_to_come(order)
     anomaly = _modes.anomaly_enabled
+    hooked = len(HOOKED) > 0
     for node in reversed(order):
         g = grads.pop(id(node), None)
+        if hooked and g is not None and id(node) in HOOKED:
+            g = _run_hooks(node, g)
         if g is not None:
             keep(node, g, id(node) in owned)
         ctx = node._ctx

@@ -23,7 +23,7 @@ from . import ops
 from .devices import check_device
 from .ops import _axis
 from .random import rng
-from .tensor import Tensor, _operands, _promoted, default_float
+from .tensor import Tensor, _operands, _promoted, _write_out, default_float
 from .tensor_math import _correction, _dim_and_keepdim, _pytorch_names
 
 
@@ -48,20 +48,21 @@ def from_numpy(array):
 
 
 # ---------------------------------------------------------------------- functions on tensors
-def matmul(a, b):
-    """Matrix product `a @ b`, with numpy's rules (see `Tensor.matmul`)."""
+def matmul(a, b, *, out=None):
+    """Matrix product `a @ b`, with numpy's rules (see `Tensor.matmul`); out=: written into `out`."""
     a, b = _operands(a, b, "matmul")
-    return a.matmul(b)
+    return a.matmul(b) if out is None else _write_out("matmul", out, a.matmul(b))
 
 
-def cat(tensors, axis=None, *, dim=None):
+def cat(tensors, axis=None, *, dim=None, out=None):
     """Join tensors along an existing axis (axis= or dim=, 0 by default)."""
     if dim is not None:
         axis = _pytorch_names("cat", axis, False, dim, None)[0]
     tensors = _promoted([as_tensor(t) for t in tensors])  # (float32 with float64: float64, as in PyTorch)
     if not tensors:
         raise ValueError("cat: needs at least one tensor")
-    return ops.Cat.apply(*tensors, axis=_axis(axis or 0, tensors[0].ndim, "cat", tensors[0].shape))
+    result = ops.Cat.apply(*tensors, axis=_axis(axis or 0, tensors[0].ndim, "cat", tensors[0].shape))
+    return result if out is None else _write_out("cat", out, result)
 
 
 def stack(tensors, axis=None, *, dim=None):
@@ -201,14 +202,16 @@ def _shape(shape):
     return tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else tuple(shape)
 
 
-def zeros(*shape, dtype=None, requires_grad=False, device=None):
+def zeros(*shape, size=None, dtype=None, requires_grad=False, device=None, out=None):
     check_device(device, "zeros")
-    return Tensor(np.zeros(_shape(shape), dtype=dtype or default_float()), requires_grad=requires_grad)
+    result = Tensor(np.zeros(_size("zeros", shape, size), dtype=dtype or default_float()), requires_grad=requires_grad)
+    return result if out is None else _write_out("zeros", out, result)
 
 
-def ones(*shape, dtype=None, requires_grad=False, device=None):
+def ones(*shape, size=None, dtype=None, requires_grad=False, device=None, out=None):
     check_device(device, "ones")
-    return Tensor(np.ones(_shape(shape), dtype=dtype or default_float()), requires_grad=requires_grad)
+    result = Tensor(np.ones(_size("ones", shape, size), dtype=dtype or default_float()), requires_grad=requires_grad)
+    return result if out is None else _write_out("ones", out, result)
 
 
 def full(shape, value, dtype=None, requires_grad=False, device=None):
@@ -221,11 +224,11 @@ def full(shape, value, dtype=None, requires_grad=False, device=None):
     return Tensor(np.full(_shape((shape,)), value, dtype=dtype), requires_grad=requires_grad)
 
 
-def empty(*shape, dtype=None, requires_grad=False, device=None):
+def empty(*shape, size=None, dtype=None, requires_grad=False, device=None):
     """A new tensor of `shape`. PyTorch leaves its values unset (whatever was in memory), for code that
     writes every element before reading any; minigrad fills it with zeros, but never count on that."""
     check_device(device, "empty")
-    return Tensor(np.zeros(_size("empty", shape, None), dtype=dtype or default_float()), requires_grad=requires_grad)
+    return Tensor(np.zeros(_size("empty", shape, size), dtype=dtype or default_float()), requires_grad=requires_grad)
 
 
 def empty_like(t, dtype=None, requires_grad=False, device=None):

@@ -109,7 +109,8 @@ def _decode(node, arrays):
         if kind == "tensor":
             requires_grad = node.get("requires_grad")
             if type(requires_grad) is not bool or (requires_grad and arrays[key].dtype.kind not in "fc"):
-                raise CheckpointError(f"corrupt checkpoint structure: a tensor node with requires_grad={requires_grad!r}")
+                raise CheckpointError(f"corrupt checkpoint structure: a tensor node with requires_grad="
+                                      f"{requires_grad!r}")
             return Tensor(arrays[key], requires_grad=requires_grad)
         return arrays[key] if kind == "array" else arrays[key][()]
     items = node.get("items") if kind in ("dict", "list", "tuple") else None

@@ -17,6 +17,7 @@ tensor_math.py, and the shape methods from tensor_shape.py. The functions that m
 """
 import math
 import numbers
+import weakref
 
 import numpy as np
 
@@ -56,6 +57,7 @@ def set_default_dtype(dtype):
 def default_float():
     """The default float dtype as a numpy dtype (for the code of factories and layers)."""
     return _default_float
+
 
 # How tensors print (set_printoptions): digits after the point, how many elements before "...", ...
 PRINT_OPTIONS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 75, "sci_mode": None}
@@ -212,7 +214,9 @@ class Tensor(TensorMath, TensorShape):
                     doc="The number of elements, an int (numpy's x.size); x.size() is the shape, x.size(d) "
                         "its length along d (PyTorch's)")
     is_leaf = property(lambda self: self._ctx is None)
-    grad_fn = property(lambda self: None if self._ctx is None else self._ctx.fn.__name__)
+    grad_fn = property(lambda self: None if self._ctx is None else GradFn(self._ctx),
+                       doc="The op that made this tensor (None for a leaf): equal to its name (\"Mul\"), with "
+                           "PyTorch's next_functions and name()")
 
     def __len__(self):
         return len(self._data)
@@ -314,6 +318,14 @@ class Tensor(TensorMath, TensorShape):
                                       "on numpy arrays, so the gradients have no graph of their own")
         autograd.backward(self, gradient, retain_graph)
 
+    def detach_(self):
+        """Cut this tensor from the graph, in place: it becomes a leaf that does not require grad
+        (d2l detaches an RNN's state between batches this way)."""
+        if self._base is not None and self._ctx is not None:
+            raise RuntimeError("detach_: this tensor is a view of another one in the graph; use x = x.detach()")
+        self._ctx, self._requires_grad = None, False
+        return self
+
     def detach(self):
         """The same values (shared memory), cut from the graph."""
         t = Tensor._from_op(self._data, False)
@@ -324,6 +336,20 @@ class Tensor(TensorMath, TensorShape):
     def requires_grad_(self, requires_grad=True):
         self.requires_grad = requires_grad
         return self
+
+    def register_hook(self, hook):
+        """Call `hook(grad)` when backward has this tensor's gradient (a Tensor); if it returns a
+        tensor, that replaces the gradient: what flows on to the inputs, and what .grad keeps. For
+        looking at gradients mid-graph (`h.register_hook(print)`), or clipping them on the way.
+        Returns a handle: `handle.remove()` takes the hook off. (A step with hooks is not replayed
+        by minigrad.compile: it runs eagerly.)"""
+        if not self._requires_grad:
+            raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't require gradient")
+        hooks = self.__dict__.setdefault("grad_hooks", {})
+        key = max(hooks, default=-1) + 1
+        hooks[key] = hook
+        autograd.HOOKED[id(self)] = self
+        return _HookHandle(self, key)
 
     def retain_grad(self):
         """Keep `.grad` on this intermediate tensor too after backward (leaves keep it always)."""
@@ -372,15 +398,21 @@ class Tensor(TensorMath, TensorShape):
         if self._ctx is not None and self._ctx.outputs is not None:
             raise RuntimeError(f"{op}: this tensor is one of several outputs of {self._ctx.name}; it cannot be "
                                "changed in place inside the graph. Use the out-of-place form, or clone() it first")
-        previous = Tensor._from_op(self._data, self._requires_grad)
-        previous._ctx, previous._base = self._ctx, self
-        new = compute(Clone.apply(previous), *operands)  # (what the op saves: a copy the write cannot reach)
+        new = compute(Clone.apply(self._snapshot()), *operands)  # (what the op saves: a copy the write cannot reach)
         self._write(op, new)
         self._bump(op)
         ctx = new._ctx
         ctx.output_version, ctx.inplace = self._version, op
         self._ctx, self._requires_grad = ctx, True
         return self
+
+    def _snapshot(self):
+        """This tensor as it is now, as a node of its own: its values' memory (whose later changes
+        count against it: the same version count) and its history, which an in-place op is about to
+        give to this tensor anew."""
+        t = Tensor._from_op(self._data, self._requires_grad)
+        t._ctx, t._base = self._ctx, self if self._base is None else self._base
+        return t
 
     def _update_view_in_graph(self, op, compute, operands):
         """`_update` for a view of another tensor, `base` (x = base.reshape(...), base[0], base.T):
@@ -405,8 +437,7 @@ class Tensor(TensorMath, TensorShape):
             raise RuntimeError(f"{op}: a view of a leaf tensor that requires grad is being used in an in-place "
                                "operation while gradients are recorded; update it inside `minigrad.no_grad()`, "
                                "or change a clone")
-        before = Tensor._from_op(base._data, base._requires_grad)  # base as it was (its history)
-        before._ctx, before._base = base._ctx, base
+        before = base._snapshot()  # base as it was (its history)
         flat, index = (-1,), (positions,)
         new = compute(ops.GetItem.apply(before.reshape(flat), index=index), *operands)  # (a copy: the write
         after = SetItem.apply(before.reshape(flat), new, index=index)  # cannot reach it); base as it is now, flat
@@ -567,8 +598,11 @@ class Tensor(TensorMath, TensorShape):
         return self.to(other.dtype)
 
     def type(self, dtype=None):
-        """`x.type(dtype)` is `x.to(dtype)`; `x.type()` names the dtype as PyTorch does
-        ("minigrad.FloatTensor" for float32, "minigrad.LongTensor" for int64, ...)."""
+        """`x.type(dtype)` is `x.to(dtype)` (also with PyTorch's type names: "torch.LongTensor");
+        `x.type()` names the dtype as PyTorch does ("minigrad.FloatTensor" for float32, ...)."""
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):
+            names = {f"{kind}Tensor": name for name, kind in _TENSOR_TYPE_NAMES.items()}
+            dtype = names.get(dtype.rsplit(".", 1)[-1], dtype)
         if dtype is not None:
             return self.to(dtype)
         return f"minigrad.{_TENSOR_TYPE_NAMES.get(self.dtype.name, self.dtype.name.capitalize())}Tensor"
@@ -651,8 +685,24 @@ class Tensor(TensorMath, TensorShape):
         return ops.Remainder.apply(*_operands(other, self, "remainder"))
 
     # PyTorch's method names for the operators: x.add(y) is x + y, x.remainder(y) is x % y, ...
-    add, sub, mul, div, pow, neg = __add__, __sub__, __mul__, __truediv__, __pow__, __neg__
+    add, sub, mul, pow, neg = __add__, __sub__, __mul__, __pow__, __neg__
     floor_divide, remainder = __floordiv__, __mod__
+
+    def div(self, other, *, rounding_mode=None):
+        """self / other; rounding_mode "floor" rounds the quotient down (self // other), "trunc"
+        towards zero, as PyTorch's (integers then stay integers; the gradient of a rounded quotient
+        is 0)."""
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode == "floor":
+            return self // other
+        if rounding_mode != "trunc":
+            raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+        floor = self // other
+        remainder = self - floor * other  # (has the divisor's sign): trunc is one more where the signs differ
+        return floor + ((remainder != 0) & ((self < 0) != (as_number_tensor(other) < 0))).to(floor.dtype)
+
+    true_divide = divide = __truediv__
 
     def __matmul__(self, other):
         return self.matmul(other)
@@ -801,6 +851,25 @@ def _positions(base, view):
     return positions
 
 
+def as_number_tensor(x):
+    """x as a Tensor, for comparisons (a number or an array too)."""
+    return x if isinstance(x, Tensor) else Tensor(np.asarray(x))
+
+
+def _write_out(op, out, result):
+    """PyTorch's `out=` argument: the result written into `out`, which takes its shape if they differ
+    (as PyTorch resizes it) and keeps its dtype. Outside the graph only, as in PyTorch."""
+    if autograd.is_grad_enabled() and (result.requires_grad or out.requires_grad):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad")
+    if out.shape == result.shape:
+        out._data[...] = result._data
+    else:
+        out._data = result._data.astype(out.dtype)
+    out._bump(f"{op}(out=)")
+    return out
+
+
 def _zero_grads(params, set_to_none=True):
     """zero_grad of optimizers and modules: `p.grad = None` for each parameter (without the property's
     call), or with set_to_none=False zeros written into each gradient there is."""
@@ -825,6 +894,65 @@ for _name in ("relu sigmoid tanh exp log sqrt rsqrt abs neg sign floor ceil roun
               "expm1 erf").split():
     setattr(Tensor, _name + "_", _in_place(_name))
 del _name
+
+
+class _HookHandle:
+    """What register_hook returns: remove() takes the hook off (also on leaving a `with` block)."""
+
+    def __init__(self, tensor, key):
+        self.tensor, self.key = weakref.ref(tensor), key
+
+    def remove(self):
+        tensor = self.tensor()
+        if tensor is not None:
+            hooks = tensor.__dict__.get("grad_hooks", {})
+            hooks.pop(self.key, None)
+            if not hooks:
+                autograd.HOOKED.pop(id(tensor), None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class GradFn(str):
+    """`t.grad_fn`: the op that made t. It equals the op's name ("Mul"), and answers PyTorch's
+    questions about the graph: `name()`, and `next_functions`, one (node, 0) per input of the op:
+    the GradFn of the op that made that input, an AccumulateGrad for a leaf that requires grad
+    (where backward leaves .grad), or None."""
+
+    def __new__(cls, ctx):
+        node = super().__new__(cls, ctx.fn.__name__)
+        node.ctx = ctx
+        return node
+
+    def name(self):
+        return f"{str(self)}Backward0"
+
+    @property
+    def next_functions(self):
+        inputs = self.ctx.inputs or ()  # (() once backward has freed the graph)
+        return tuple((GradFn(t._ctx) if t._ctx is not None else AccumulateGrad(t) if t._requires_grad else None, 0)
+                     for t in inputs)
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+
+class AccumulateGrad:
+    """The end of the graph at a leaf that requires grad: `.variable` is the leaf."""
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+
+    def name(self):
+        return "AccumulateGrad"
+
+    def __repr__(self):
+        return "<AccumulateGrad>"
 
 
 class ElementCount(int):

@@ -21,6 +21,8 @@ from .random import rng
 TopK = collections.namedtuple("topk", ["values", "indices"])  # what topk returns, as PyTorch's
 MaxMin = collections.namedtuple("max", ["values", "indices"])  # what max(dim=d) and min(dim=d) return
 Sort = collections.namedtuple("sort", ["values", "indices"])  # what sort returns
+Median = collections.namedtuple("median", ["values", "indices"])  # what median(dim) returns
+KthValue = collections.namedtuple("kthvalue", ["values", "indices"])  # what kthvalue returns
 Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])  # what histogram returns
 
 
@@ -153,6 +155,19 @@ class TensorMath:
     def isinf(self):
         """True at +inf and -inf."""
         return self._from_op(np.isinf(self._data), False)
+
+    # logic of each element (nonzero counts as True): bool tensors, outside the graph
+    def logical_not(self):
+        return self._from_op(np.logical_not(self._data), False)
+
+    def logical_and(self, other):
+        return self._from_op(np.logical_and(self._data, np.asarray(getattr(other, "_data", other))), False)
+
+    def logical_or(self, other):
+        return self._from_op(np.logical_or(self._data, np.asarray(getattr(other, "_data", other))), False)
+
+    def logical_xor(self, other):
+        return self._from_op(np.logical_xor(self._data, np.asarray(getattr(other, "_data", other))), False)
 
     # ------------------------------------------------------------------ reductions
     # Each takes numpy's names axis= and keepdims=, or PyTorch's dim= and keepdim=.
@@ -513,7 +528,21 @@ class TensorMath:
         out = self.gather(dim, indices)
         if not keepdim:
             out, indices = out.squeeze(dim), indices.squeeze(dim)
-        return MaxMin(out, self._from_op(indices, False))
+        return Median(out, self._from_op(indices, False))
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """The k-th smallest value along `dim` (k from 1) and where it is: the pair (values, indices);
+        the value is gathered, so the gradient goes to that element."""
+        dim = _axis(dim, self.ndim, "kthvalue", self.shape)
+        n = self.shape[dim] if self.ndim else 1
+        if not 1 <= k <= n:
+            raise IndexError(f"kthvalue: k = {k} is out of range for {n} values along dim {dim} (1..{n})")
+        order = self.argsort(dim, stable=True).numpy()
+        indices = np.take(order, [k - 1], axis=dim)
+        values = self.gather(dim, indices)
+        if not keepdim:
+            values, indices = values.squeeze(dim), indices.squeeze(dim)
+        return KthValue(values, self._from_op(indices, False))
 
     def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
         """The q-th quantiles (q in [0, 1], a number or a 1-D tensor of them; then the result gets a

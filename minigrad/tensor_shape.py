@@ -391,6 +391,63 @@ class TensorShape:
 
     moveaxis = movedim
 
+    def swapaxes(self, axis0, axis1):
+        """transpose(axis0, axis1), numpy's and PyTorch's other name (swapdims too)."""
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+    mT = property(lambda self: self.transpose(-2, -1), doc="the matrices of a batch (..., m, n) transposed")
+
+    def tile(self, *dims):
+        """Copies of x along each dim (numpy's tile; fewer dims than x are padded with 1 in front)."""
+        dims = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], numbers.Integral) else dims
+        return self.repeat(*((1,) * (self.ndim - len(dims)) + tuple(dims)))
+
+    def masked_select(self, mask):
+        """The elements where `mask` (broadcast to x's shape) is True, as a 1-D tensor (in the graph)."""
+        mask = np.asarray(getattr(mask, "_data", mask))
+        if mask.dtype != np.bool_:
+            raise TypeError(f"masked_select: the mask must be bool, got {mask.dtype}")
+        shape = np.broadcast_shapes(self.shape, mask.shape)
+        x = self if shape == self.shape else self.expand(shape)
+        return x[np.broadcast_to(mask, shape)]
+
+    def _reshaped_in_place(self, change):
+        """unsqueeze_, squeeze_, t_, transpose_: this tensor takes the new shape, its history too."""
+        new = change(self if self._ctx is None else self._snapshot())
+        self._data = new._data
+        if self._ctx is not None:
+            self._ctx = new._ctx
+        return self
+
+    def unsqueeze_(self, dim):
+        return self._reshaped_in_place(lambda x: x.unsqueeze(dim))
+
+    def squeeze_(self, dim=None):
+        return self._reshaped_in_place(lambda x: x.squeeze(dim))
+
+    def t_(self):
+        return self._reshaped_in_place(lambda x: x.t())
+
+    def transpose_(self, dim0, dim1):
+        return self._reshaped_in_place(lambda x: x.transpose(dim0, dim1))
+
+    def is_floating_point(self):
+        return self.dtype.kind == "f"
+
+    def is_complex(self):
+        return self.dtype.kind == "c"
+
+    def element_size(self):
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    def stride(self, dim=None):
+        """How many elements apart the neighbours along each dim are (PyTorch counts elements, numpy
+        bytes)."""
+        strides = tuple(s // self.dtype.itemsize for s in self.numpy().strides)
+        return strides if dim is None else strides[_axis(dim, self.ndim, "stride", self.shape)]
+
     def ndimension(self):
         """The number of dims (x.ndim), PyTorch's old name."""
         return self.ndim

@@ -413,3 +413,126 @@ def test_a_saved_tensor_loads_as_a_tensor_and_load_takes_pytorchs_arguments(tmp_
     model = nn.Linear(2, 2)
     mg.save(model.state_dict(), tmp_path / "m.pth")
     model.load_state_dict(mg.load(tmp_path / "m.pth", weights_only=True))
+
+
+# ---------------------------------------------------------------------- graph questions and small methods
+def test_grad_fn_answers_pytorchs_questions_about_the_graph():
+    model = nn.Linear(3, 2)
+    loss = nn.MSELoss()(model(mg.ones(1, 3)), mg.zeros(1, 2))
+    assert loss.grad_fn == "Mean" and repr(loss.grad_fn) == "<MeanBackward0>" and loss.grad_fn.name() == "MeanBackward0"
+    (node, index), = loss.grad_fn.next_functions
+    assert index == 0 and node.next_functions  # (the squared difference, and before it the layer)
+    chain, seen = [loss.grad_fn], []
+    while chain:  # walk to the leaves: the weight and bias end at AccumulateGrad
+        for nxt, _ in chain.pop().next_functions:
+            if nxt is not None and nxt.name() == "AccumulateGrad":
+                seen.append(nxt.variable)
+            elif nxt is not None:
+                chain.append(nxt)
+    assert {id(p) for p in seen} == {id(model.weight), id(model.bias)}
+    assert mg.ones(2).grad_fn is None
+
+
+def test_register_hook_sees_and_replaces_gradients_as_pytorchs():
+    seen = []
+    x = mg.tensor(np.arange(4.0).reshape(2, 2), requires_grad=True)
+    h = x * 3
+    handle = h.register_hook(lambda g: seen.append(g.numpy().copy()))
+    y = h.tanh()
+    y.register_hook(lambda g: g * 10)  # replaces the gradient flowing on
+    x.register_hook(lambda g: g + 1)  # and what .grad keeps
+    (y ** 2).sum().backward()
+    t = np.tanh(3 * np.arange(4.0).reshape(2, 2))
+    np.testing.assert_allclose(seen[0], 10 * 2 * t * (1 - t ** 2), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * seen[0] + 1, rtol=1e-12)
+    handle.remove()
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        mg.ones(2).register_hook(print)
+    torch = _torch()
+    tx = torch.tensor(np.arange(4.0).reshape(2, 2), requires_grad=True)
+    th = tx * 3
+    ty = th.tanh()
+    ty.register_hook(lambda g: g * 10)
+    tx.register_hook(lambda g: g + 1)
+    (ty ** 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+
+
+def test_a_step_with_a_gradient_hook_runs_eagerly_under_compile():
+    model = nn.Linear(2, 1)
+    opt = mg.optim.SGD(model.parameters(), lr=0.1)
+    calls = []
+
+    def step(x):
+        opt.zero_grad()
+        h = model(x)
+        h.register_hook(lambda g: calls.append(1))
+        loss = h.square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = mg.compile(step)
+    with pytest.warns(RuntimeWarning, match="gradient hook"):
+        for _ in range(3):
+            compiled(mg.ones(4, 2))
+    assert len(calls) == 3 and compiled.stats["replayed"] == 0
+
+
+def test_small_methods_course_code_calls():
+    x = mg.tensor(np.arange(6.0).reshape(2, 3))
+    assert x.swapaxes(0, 1).shape == (3, 2) and x.swapdims(0, 1).shape == (3, 2) and x.mT.shape == (3, 2)
+    np.testing.assert_array_equal(x.tile(2).numpy(), np.tile(x.numpy(), 2))
+    np.testing.assert_array_equal(x.tile((2, 1, 1)).numpy(), np.tile(x.numpy(), (2, 1, 1)))
+    np.testing.assert_array_equal(x.masked_select(x > 2).numpy(), [3.0, 4.0, 5.0])
+    np.testing.assert_array_equal(x.masked_select(mg.tensor([True, False, True])).numpy(), [0.0, 2.0, 3.0, 5.0])
+    assert (x > 2).logical_not().tolist() == [[True, True, True], [False, False, False]]
+    assert mg.logical_and(x > 0, x < 5).tolist() == [[False, True, True], [True, True, False]]
+    assert x.is_floating_point() and not mg.arange(3).is_floating_point() and x.element_size() == 8  # (float64)
+    assert x.stride() == (3, 1) and x.t().stride() == (1, 3) and x.stride(1) == 1 and mg.ones(2).element_size() == 4
+    values, indices = mg.tensor([[3.0, 1.0, 2.0]]).kthvalue(2)
+    assert values.tolist() == [2.0] and indices.tolist() == [2]
+    assert mg.gradcheck(lambda a: a.kthvalue(2, dim=1).values, (mg.tensor(X[0], requires_grad=True),))
+    assert mg.gradcheck(lambda a: a.masked_select(a > 0), (mg.tensor(X[0], requires_grad=True),))
+
+
+def test_in_place_shape_changes_and_detach_():
+    x = mg.randn(2, 3, requires_grad=True)
+    y = x * 2
+    assert y.unsqueeze_(0) is y and y.shape == (1, 2, 3)
+    y.squeeze_(0)
+    y.t_()
+    assert y.shape == (3, 2)
+    (y * mg.tensor(np.arange(6.0, dtype=np.float32).reshape(3, 2))).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * np.arange(6.0).reshape(3, 2).T)
+    state = x * 3
+    assert state.detach_() is state and not state.requires_grad and state.grad_fn is None
+
+
+def test_division_modes_out_arguments_and_sizes():
+    a = mg.tensor([-7, 7, -6])
+    assert mg.div(a, 2, rounding_mode="floor").tolist() == [-4, 3, -3]
+    assert mg.div(a, 2, rounding_mode="trunc").tolist() == [-3, 3, -3]
+    assert mg.div(a.float(), 2, rounding_mode="trunc").tolist() == [-3.0, 3.0, -3.0]
+    np.testing.assert_allclose(mg.true_divide(a, 2).numpy(), [-3.5, 3.5, -3.0])
+    t, out = mg.ones(3, 3), mg.empty(3, 3)
+    assert mg.matmul(t, t.T, out=out) is out and out.tolist() == [[3.0] * 3] * 3
+    grown = mg.empty(1)
+    mg.mul(t, t, out=grown)
+    assert grown.shape == (3, 3)  # (resized, as PyTorch)
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+        mg.mul(mg.ones(2, requires_grad=True), 2.0, out=mg.empty(2))
+    assert mg.zeros(size=(2, 3)).shape == (2, 3) and mg.ones(size=(4,)).shape == (4,)
+    assert mg.empty(size=(1, 2)).shape == (1, 2)
+    assert mg.tensor([1.5, 2.5]).type("torch.LongTensor").tolist() == [1, 2]
+
+
+def test_distances_and_the_sampler_module():
+    a, b = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
+    np.testing.assert_allclose(nn.functional.pairwise_distance(mg.tensor(a), mg.tensor(b)).numpy(),
+                               np.linalg.norm(a - b + 1e-6, axis=-1), rtol=1e-12)
+    np.testing.assert_allclose(mg.cosine_similarity(mg.tensor(a), mg.tensor(b)).numpy(),
+                               (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1), rtol=1e-12)
+    from minigrad.utils.data import sampler
+    assert sorted(sampler.SubsetRandomSampler(range(5))) == [0, 1, 2, 3, 4]
+    assert sampler.SequentialSampler is mg.utils.data.SequentialSampler

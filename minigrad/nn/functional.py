@@ -352,6 +352,13 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 * x2).sum(dim, keepdims=True) / (n1 * n2)).squeeze(dim)
 
 
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p along the last dim, row by row (x1, x2 broadcast): PyTorch's, whose eps
+    keeps the gradient finite where two rows are equal."""
+    x1, x2 = as_tensor(x1), as_tensor(x2)
+    return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
+
+
 def scaled_dot_product_attention(q, k, v, mask=None, scale=None, *, attn_mask=None, dropout_p=0.0,
                                  is_causal=False):
     """softmax(scale * q k^T, with blocked keys at -inf) v, in one fused op.

@@ -28,6 +28,8 @@ import bisect
 import itertools
 import math
 import numbers
+import sys
+import types
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -353,6 +355,15 @@ class BatchSampler(Sampler):
     def __len__(self):
         n = len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+# `from torch.utils.data import sampler; sampler.SubsetRandomSampler(...)`: the samplers under their
+# module's name, as PyTorch's (torch.utils.data.sampler)
+sampler = types.ModuleType(f"{__name__}.sampler", "The samplers (as torch.utils.data.sampler).")
+for _cls in (Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler, WeightedRandomSampler, BatchSampler):
+    setattr(sampler, _cls.__name__, _cls)
+del _cls
+sys.modules[sampler.__name__] = sampler
 
 
 # ---------------------------------------------------------------------------- the loader
