@@ -35,7 +35,9 @@ stays eager, and a warning gives the reason in one line):
 - replace an array behind a tensor (`p.data = other`), or take gradients with `minigrad.grad`.
 Python control flow that depends on anything but the arguments (a global counter, the clock, a
 module switched to eval()) is frozen at what it was during the recording, as in TinyJit: call
-`step.reset()` after changing it. Anomaly mode (`detect_anomaly`) always runs eagerly.
+`step.reset()` after changing it. Anomaly mode (`detect_anomaly`) always runs eagerly. A module hook
+(`register_forward_hook`, ...) is Python a replay would not run: a step that calls a module with
+hooks stays eager (with a warning), and adding or removing a hook makes every step record again.
 """
 import collections.abc
 import functools
@@ -49,6 +51,15 @@ from .grad_mode import _modes
 from .tensor import Tensor
 
 __all__ = ["compile", "CompiledStep", "Tape", "replayed_as_a_call"]
+
+
+_hooks_epoch = [0]  # bumped when a module hook is added or removed (hooks_changed)
+
+
+def hooks_changed():
+    """A module hook was added or removed (nn.Module calls this): a tape recorded before may now be
+    wrong (a replay calls no hook), so each CompiledStep forgets its tapes at its next call."""
+    _hooks_epoch[0] += 1
 
 
 class CaptureRefused(Exception):
@@ -80,14 +91,21 @@ class CompiledStep:
 
     def reset(self):
         """Forget every tape: the next calls run eagerly and record again."""
-        self.tapes, self.reasons, self._seen = {}, {}, set()
+        self._forget()
         self.stats = {"eager": 0, "recorded": 0, "replayed": 0}
+
+    def _forget(self):
+        self.tapes, self.reasons, self._seen = {}, {}, set()
+        self._hooks_epoch = _hooks_epoch[0]
 
     def __call__(self, *args, **kwargs):
         if _modes.anomaly_enabled or _modes.recorder is not None:
             # detect_anomaly() checks op by op; inside another step's recording, that recorder sees the ops
             self.stats["eager"] += 1
             return self.fn(*args, **kwargs)
+        if self._hooks_epoch != _hooks_epoch[0]:  # a module hook was added or removed since the tapes were made
+            with self._lock:
+                self._forget()
         key = _signature(args, kwargs)
         tape = self.tapes.get(key)
         if tape is not None:

@@ -52,3 +52,11 @@ __all__ = [
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
     "TransformerDecoder", "Transformer",
 ]
+
+from .lazy import (  # noqa: E402  (PyTorch's lazy layers: each input size read from the first batch)
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyConv1d, LazyConv2d, LazyConvTranspose2d, LazyLinear, UninitializedBuffer,
+    UninitializedParameter,
+)
+
+__all__ += ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+            "UninitializedParameter", "UninitializedBuffer"]
