@@ -139,6 +139,10 @@ CASES = {
     "CosineAnnealingWarmRestarts-T_mult-2": (
         lambda lib, o: lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=4, T_mult=2),
         lambda t, i: warm_restarts(t, LRS[i], 0.0, 4, 2)),
+    "PolynomialLR": (lambda lib, o: lib.optim.lr_scheduler.PolynomialLR(o, total_iters=12, power=2.0),
+                     lambda t, i: LRS[i] * (1 - min(t, 12) / 12) ** 2),
+    "MultiplicativeLR": (lambda lib, o: lib.optim.lr_scheduler.MultiplicativeLR(o, lambda t: 0.9 if t % 3 else 1.1),
+                         lambda t, i: LRS[i] * math.prod(0.9 if k % 3 else 1.1 for k in range(1, t + 1))),
     "SequentialLR-warmup-restarts": (
         lambda lib, o: lib.optim.lr_scheduler.SequentialLR(
             o, [lib.optim.lr_scheduler.LinearLR(o, start_factor=0.5, total_iters=3),

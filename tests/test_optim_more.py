@@ -483,3 +483,84 @@ def test_a_compiled_training_step_gives_the_eager_parameters(name):
         np.testing.assert_array_equal(p, q)
     np.testing.assert_array_equal(replayed_params[3], start[3])  # no gradient: never moved
     assert [s["step"] for s in replayed_opt.state.values()] == [steps] * 3
+
+
+# ---------------------------------------------------------------------------- Rprop, LBFGS and closures
+A_FIT = np.random.default_rng(3).standard_normal((20, 5))
+B_FIT = np.random.default_rng(4).standard_normal(20)
+
+
+def fit(lib, make, steps):
+    """Minimise mean((A w - b)^2) + 0.1 sum(w^4) with optimizer make([w]), stepping with a closure;
+    the losses step() returned and the final w."""
+    w = lib.tensor(np.zeros(5), requires_grad=True)
+    opt = make(lib, [w])
+    a, b = lib.tensor(A_FIT), lib.tensor(B_FIT)
+    losses = []
+    for _ in range(steps):
+        def closure():
+            opt.zero_grad()
+            loss = ((a @ w - b) ** 2).mean() + (w ** 4).sum() * 0.1
+            loss.backward()
+            return loss
+        losses.append(float(opt.step(closure).detach()))
+    return losses, w.detach().numpy()
+
+
+def test_rprop_follows_its_rule_by_hand():
+    p = param([1.0, -2.0, 3.0])
+    opt = optim.Rprop([p], lr=0.1, etas=(0.5, 1.2), step_sizes=(1e-3, 0.15))
+    run(opt, [p], [[[1.0, -1.0, 2.0]], [[2.0, 1.0, 0.0]], [[1.0, 1.0, -1.0]]])
+    # step sizes: 0.1 everywhere; then ×1.2 (same sign, capped at 0.15) or ×0.5 (flip, and no move)
+    # w0: -0.1, then -0.12, then -0.144   w1: +0.1, then flip: no move (g set to 0), then g_prev 0: +0.05
+    # w2: -0.1, then g = 0: no move, then g_prev 0: +0.1
+    np.testing.assert_allclose(p.numpy(), [1.0 - 0.1 - 0.12 - 0.144, -2.0 + 0.1 - 0.05, 3.0 - 0.1 + 0.1])
+
+
+@pytest.mark.parametrize("name, make", [
+    ("Rprop", lambda lib, ps: lib.optim.Rprop(ps, lr=0.01)),
+    ("LBFGS", lambda lib, ps: lib.optim.LBFGS(ps, lr=0.5, max_iter=10, history_size=3)),
+    ("LBFGS-defaults", lambda lib, ps: lib.optim.LBFGS(ps)),
+    ("SGD-closure", lambda lib, ps: lib.optim.SGD(ps, lr=0.05, momentum=0.9)),
+])
+def test_closure_optimizers_match_torch(name, make):
+    torch = pytest.importorskip("torch")
+    ours, theirs = fit(mg, make, 6), fit(torch, make, 6)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-12)
+
+
+def test_lbfgs_solves_a_quadratic_in_a_few_steps_and_round_trips_its_state():
+    losses, w = fit(mg, lambda lib, ps: lib.optim.LBFGS(ps, history_size=5), 4)
+    assert losses[-1] < 0.6 * losses[0]
+    w2 = mg.tensor(np.zeros(5), requires_grad=True)
+    opt = optim.LBFGS([w2], max_iter=3)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((w2 - 1.0) ** 4).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    twin = optim.LBFGS([mg.tensor(w2.numpy().copy(), requires_grad=True)], max_iter=3)
+    twin.load_state_dict(opt.state_dict())
+    saved, loaded = opt.state[w2], twin.state[twin.param_groups[0]["params"][0]]
+    assert loaded["n_iter"] == saved["n_iter"] > 0 and len(loaded["dirs"]) == len(saved["dirs"])
+    with pytest.raises(NotImplementedError, match="line_search_fn='strong_wolfe'"):
+        optim.LBFGS([w2], line_search_fn="strong_wolfe")
+
+
+def test_every_optimizer_step_takes_a_closure_and_returns_its_loss():
+    for cls in (optim.SGD, optim.Adam, optim.RMSprop, optim.Adagrad, optim.Rprop):
+        w = mg.tensor([1.0, 2.0], requires_grad=True)
+        opt = cls([w], lr=0.1)
+
+        def closure():
+            opt.zero_grad()
+            loss = (w ** 2).sum()
+            loss.backward()
+            return loss
+
+        assert opt.step(closure).item() == 5.0 and opt.step() is None
+        assert np.all(np.abs(w.numpy()) < [1.0, 2.0])

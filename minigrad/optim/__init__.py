@@ -26,18 +26,21 @@ holds the parameter sees the new values, and it counts the change (`p._bump()`),
 can tell that a tensor saved for a backward pass was changed afterwards. The arithmetic runs in
 the parameter's dtype: a float32 model stays float32, and so do the optimizer's buffers.
 """
+import functools
 import math
 
 import numpy as np
 
 from .. import kernels
 from ..compile import replayed_as_a_call
+from ..grad_mode import enable_grad
 from ..tensor import Tensor, _zero_grads
 from . import lr_scheduler
 from .lr_scheduler import LambdaLR, LRScheduler, NoamLR, WarmupCosineLR, cosine_with_warmup, noam
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop",
+    "LBFGS",
     "clip_grad_norm_", "lr_scheduler",
     "cosine_with_warmup", "noam", "LRScheduler", "LambdaLR", "WarmupCosineLR", "NoamLR",
 ]
@@ -90,10 +93,12 @@ class Optimizer:
 
     def __init_subclass__(cls, **kwargs):
         """A subclass's `step` changes the weights' arrays directly, outside the ops: minigrad.compile
-        replays it as one call (compile.py)."""
+        replays it as one call (compile.py). It also takes PyTorch's `step(closure)`: the closure
+        (which clears the gradients, computes the loss and calls backward) runs first, and its loss
+        is returned. (LBFGS, whose step calls the closure many times, handles it itself.)"""
         super().__init_subclass__(**kwargs)
-        if "step" in cls.__dict__:
-            cls.step = replayed_as_a_call(cls.__dict__["step"])
+        if "step" in cls.__dict__ and not cls.__dict__.get("calls_its_closure", False):
+            cls.step = _closure_first(replayed_as_a_call(cls.__dict__["step"]))
 
     @replayed_as_a_call
     def zero_grad(self, set_to_none=True):
@@ -210,6 +215,19 @@ def _plain(value):
 def _check(condition, message):
     if not condition:
         raise ValueError(message)
+
+
+def _closure_first(step):
+    @functools.wraps(step)
+    def step_with_closure(self, closure=None):
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        step(self)
+        return loss
+
+    return step_with_closure
 
 
 def _check_not_negative(name, **values):
@@ -619,6 +637,46 @@ class RAdam(Optimizer):
                     np.multiply(m, lr / bias1, out=work)                  # θ ← θ − lr·m̂,  m̂ = m / (1 − β1^t)
                 theta -= work
                 p._bump("RAdam.step")
+
+
+class Rprop(Optimizer):
+    """Rprop (Riedmiller & Braun, 1993), as PyTorch's: each weight has its own step size, which
+    grows while its gradient keeps its sign and shrinks when the sign flips; only the gradient's
+    sign is used, never its size.
+
+        s = sign(g · g_prev):  step ← clip(step · η+, step_min, step_max) where s > 0,
+                               step ← clip(step · η−, step_min, step_max) where s < 0
+        g ← 0 where s < 0                           (after a flip: no move, and no flip next time)
+        θ ← θ − sign(g) · step,   g_prev ← g        (step starts at lr everywhere, g_prev at 0)
+    """
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50)):
+        _check_not_negative("Rprop", lr=lr)
+        _check(0.0 < etas[0] < 1.0 < etas[1], f"Rprop: etas must be (η−, η+) with 0 < η− < 1 < η+, got {etas}")
+        super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes)))
+
+    def step(self):
+        for group in self.param_groups:
+            (eta_minus, eta_plus), (low, high) = group["etas"], group["step_sizes"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                theta = p.numpy()
+                first = p not in self.state
+                state = self._state(p, prev=None, step_size=None)
+                if first:
+                    state["step_size"].fill(group["lr"])
+                g = p.grad.numpy().astype(theta.dtype, copy=True)
+                s = np.sign(g * state["prev"])
+                factor = np.where(s > 0, eta_plus, np.where(s < 0, eta_minus, 1.0)).astype(theta.dtype)
+                np.clip(state["step_size"] * factor, low, high, out=state["step_size"])
+                g[s < 0] = 0
+                theta -= np.sign(g) * state["step_size"]
+                state["prev"][...] = g
+                p._bump("Rprop.step")
+
+
+from .lbfgs import LBFGS  # noqa: E402  (its step calls the closure many times: a file of its own)
 
 
 # ============================================================================ gradient clipping

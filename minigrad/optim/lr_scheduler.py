@@ -37,7 +37,8 @@ from ..grad_mode import _modes
 __all__ = [
     "cosine_with_warmup", "noam", "LRScheduler", "LambdaLR", "WarmupCosineLR", "NoamLR",
     "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LinearLR", "ConstantLR",
-    "OneCycleLR", "CyclicLR", "CosineAnnealingWarmRestarts", "SequentialLR", "ReduceLROnPlateau",
+    "OneCycleLR", "CyclicLR", "CosineAnnealingWarmRestarts", "PolynomialLR", "MultiplicativeLR", "SequentialLR",
+    "ReduceLROnPlateau",
 ]
 
 
@@ -363,6 +364,49 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     def load_state_dict(self, state_dict):
         super().load_state_dict(state_dict)
         self._epoch = float(state_dict.get("epoch", self.last_step))
+
+
+class PolynomialLR(LRScheduler):
+    """Decay to 0 in `total_iters` steps along a power of the time left, as PyTorch's PolynomialLR:
+
+        lr = base_lr · (1 − min(t, total_iters) / total_iters)^power        (power 1: a straight line)
+    """
+
+    def __init__(self, optimizer, total_iters=5, power=1.0):
+        _check(_integer(total_iters, 1), f"PolynomialLR: total_iters must be an integer >= 1, got {total_iters!r}")
+        _check(_number(power), f"PolynomialLR: power must be a number, got {power!r}")
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer)
+
+    def get_lr(self):
+        left = 1.0 - min(self.last_step, self.total_iters) / self.total_iters
+        return [base * left ** self.power for base in self.base_lrs]
+
+
+class MultiplicativeLR(LRScheduler):
+    """Multiply the rate by `lr_lambda(t)` at each step t ≥ 1, as PyTorch's MultiplicativeLR:
+
+        lr = base_lr · lr_lambda(1) · lr_lambda(2) ⋯ lr_lambda(t)
+
+    (`lr_lambda` may be a list, one per group.) The product is kept as it grows, so each step costs
+    one call of lr_lambda; a jump to another step (load_state_dict, SequentialLR) recomputes it.
+    """
+
+    def __init__(self, optimizer, lr_lambda):
+        n = len(optimizer.param_groups)
+        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        _check(len(self.lr_lambdas) == n, f"MultiplicativeLR: got {len(self.lr_lambdas)} functions for {n} groups")
+        self._products = (0, [1.0] * n)  # (the step they belong to, the product of each group's factors)
+        super().__init__(optimizer)
+
+    def get_lr(self):
+        t, products = self._products
+        if t > self.last_step:  # (an earlier step: start again)
+            t, products = 0, [1.0] * len(self.lr_lambdas)
+        for step in range(t + 1, self.last_step + 1):
+            products = [product * f(step) for product, f in zip(products, self.lr_lambdas)]
+        self._products = (max(self.last_step, 0), products)
+        return [base * product for base, product in zip(self.base_lrs, products)]
 
 
 class LinearLR(LRScheduler):
