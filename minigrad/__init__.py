@@ -119,7 +119,7 @@ for _name in (
     globals()[_name] = _method(_name)
 del _name
 
-from . import accelerator, backends, cuda, linalg, nn, optim  # noqa: E402
+from . import accelerator, backends, cuda, linalg, nn, optim, testing  # noqa: E402
 from . import datasets, utils  # noqa: E402  (minigrad.utils.data, as torch.utils.data)
 from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)

@@ -536,3 +536,20 @@ def test_distances_and_the_sampler_module():
     from minigrad.utils.data import sampler
     assert sorted(sampler.SubsetRandomSampler(range(5))) == [0, 1, 2, 3, 4]
     assert sampler.SequentialSampler is mg.utils.data.SequentialSampler
+
+
+def test_testing_assert_close_uses_pytorchs_tolerances_and_says_where():
+    mg.testing.assert_close(mg.ones(3), mg.ones(3) + 1e-6)  # float32: rtol 1.3e-6, atol 1e-5
+    with pytest.raises(AssertionError, match=r"1 of 3 elements are not close .* at index \(1,\)"):
+        mg.testing.assert_close(mg.ones(3), mg.tensor([1.0, 1.001, 1.0]))
+    with pytest.raises(AssertionError, match="the dtypes differ: float32 and float64"):
+        mg.testing.assert_close(mg.ones(3), mg.ones(3, dtype=mg.float64))
+    mg.testing.assert_close(mg.ones(3), mg.ones(3, dtype=mg.float64), check_dtype=False)
+    with pytest.raises(AssertionError, match="the shapes differ"):
+        mg.testing.assert_close(mg.ones(3), mg.ones(1, 3))
+    mg.testing.assert_close({"a": [mg.ones(2), 3]}, {"a": [mg.ones(2), 3]})
+    with pytest.raises(AssertionError, match="key 'a'"):
+        mg.testing.assert_close({"a": mg.zeros(2)}, {"a": mg.ones(2)})
+    mg.testing.assert_close(mg.tensor([np.nan]), mg.tensor([np.nan]), equal_nan=True)
+    with pytest.raises(AssertionError):
+        mg.testing.assert_close(mg.tensor([np.nan]), mg.tensor([np.nan]))
