@@ -114,7 +114,10 @@ for _name in (
     "gt lt ge le eq ne t index_select amax amin norm ceil square reciprocal mm bmm mv outer dot unflatten narrow "
     "roll diag nonzero count_nonzero isinf nan_to_num median quantile unique bincount diagonal trace movedim "
     "moveaxis scatter index_add index_fill lerp addcmul addcdiv kthvalue swapaxes swapdims tile masked_select "
-    "logical_not logical_and logical_or logical_xor is_floating_point is_complex unbind true_divide divide"
+    "logical_not logical_and logical_or logical_xor is_floating_point is_complex unbind true_divide divide "
+    "tan sinh cosh asin acos atan atan2 asinh acosh atanh arcsin arccos arctan arctan2 arcsinh arccosh arctanh "
+    "trunc fix frac fmod erfinv sinc xlogy copysign heaviside clamp_min clamp_max nansum nanmean cumprod "
+    "logcumsumexp cummax cummin aminmax diff bernoulli"
 ).split():
     globals()[_name] = _method(_name)
 del _name

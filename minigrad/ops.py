@@ -2075,3 +2075,509 @@ class Embedding(Function):
         if ctx.padding_idx is not None:
             dweight[ctx.padding_idx] = 0  # the padding row is not learned
         return dweight
+
+
+# ============================================================================ more elementwise functions and scans
+# tan, the hyperbolic functions, the inverse ones (asin, acosh, atan2, ...), trunc, frac, fmod,
+# erfinv, sinc, xlogy, copysign, clamp_min/clamp_max; then nansum, nanmean, cumprod, logcumsumexp,
+# cummax/cummin. An inverse function outside its domain (asin of 2, acosh of 0.5) is NaN, as in
+# numpy and PyTorch; at the end of its domain (asin at +-1, atanh at +-1) its slope is infinite and
+# its gradient is inf there, as PyTorch's.
+def _quietly(fn):
+    """fn() with numpy's warnings about inf and NaN silenced: an op's edge values are its answer."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        return fn()
+
+
+class Tan(Function):
+    promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
+
+    @staticmethod
+    def forward(ctx, a):
+        y = np.tan(a)
+        ctx.save_for_backward(y)
+        return y
+
+    rule = "d(tan a)/da = 1 / cos^2 a = 1 + tan^2 a"
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (1 + y * y)
+
+
+class Sinh(Function):
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.sinh(a)
+
+    rule = "d(sinh a)/da = cosh a"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * np.cosh(a)
+
+
+class Cosh(Function):
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.cosh(a)
+
+    rule = "d(cosh a)/da = sinh a"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * np.sinh(a)
+
+
+class Asin(Function):
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _quietly(lambda: np.arcsin(a))
+
+    rule = "d(asin a)/da = 1 / sqrt(1 - a^2): inf at a = +-1"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return _quietly(lambda: g / np.sqrt((1 - a) * (1 + a)))  # ((1 - a)(1 + a): no rounding of a^2 near 1)
+
+
+class Acos(Function):
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _quietly(lambda: np.arccos(a))
+
+    rule = "d(acos a)/da = -1 / sqrt(1 - a^2): -inf at a = +-1"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return _quietly(lambda: -g / np.sqrt((1 - a) * (1 + a)))
+
+
+class Atan(Function):
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.arctan(a)
+
+    rule = "d(atan a)/da = 1 / (1 + a^2)"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return _quietly(lambda: g / (1 + a * a))  # (a^2 overflows for huge a: g / inf = 0, the limit)
+
+
+class Asinh(Function):
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.arcsinh(a)
+
+    rule = "d(asinh a)/da = 1 / sqrt(a^2 + 1)"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g / np.hypot(a, 1)  # sqrt(a^2 + 1) without overflow
+
+
+class Acosh(Function):
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _quietly(lambda: np.arccosh(a))
+
+    rule = "d(acosh a)/da = 1 / sqrt(a^2 - 1): inf at a = 1"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return _quietly(lambda: g / np.sqrt((a - 1) * (a + 1)))
+
+
+class Atanh(Function):
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _quietly(lambda: np.arctanh(a))
+
+    rule = "d(atanh a)/da = 1 / (1 - a^2): inf at a = +-1"
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return _quietly(lambda: g / ((1 - a) * (1 + a)))
+
+
+class Atan2(Function):
+    """atan2(a, b): the angle of the point (b, a) (x = b, y = a), in (-pi, pi], as numpy's arctan2."""
+
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("atan2", np.arctan2, a, b)
+
+    rule = "d atan2(a, b)/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2); 0 at (0, 0), as PyTorch"
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        r = np.hypot(a, b)  # (b / r) / r rather than b / (a^2 + b^2): no overflow nor underflow
+        r = np.where(r > 0, r, np.inf)  # (at the origin: b / inf = 0)
+        da = g * (b / r) / r if ctx.needs_input_grad[0] else None
+        db = -g * (a / r) / r if ctx.needs_input_grad[1] else None
+        return da, db
+
+
+class Trunc(Function):
+    """Round toward 0: trunc(-2.7) = -2 (an integer is its own)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return np.trunc(a) if a.dtype.kind == "f" else a.copy()
+
+    rule = "a step function: derivative 0 between the steps (taken as 0 at them)"
+
+    @staticmethod
+    def backward(ctx, g):
+        return np.zeros_like(g)
+
+
+class Frac(Function):
+    """The fractional part a - trunc(a), with a's sign: frac(-2.5) = -0.5 (NaN at +-inf)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        if a.dtype.kind != "f":
+            raise TypeError(f"frac: expected a float tensor, got {a.dtype} (an integer has no fractional part; "
+                            "PyTorch refuses it too)")
+        return _quietly(lambda: a - np.trunc(a))
+
+    rule = "d(a - trunc a)/da = 1 (trunc is constant between its steps)"
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Fmod(Function):
+    """a - b trunc(a/b): the remainder of the division rounded toward 0, with the sign of a, as C's
+    fmod and PyTorch's: fmod(-7, 2) = -1 (remainder, Python's %, gives 1). fmod(a, 0) is NaN."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _no_integer_zero_divisor("fmod", a, b)
+        ctx.save_for_backward(a, b)
+        return _quietly(lambda: _binary("fmod", np.fmod, a, b))
+
+    rule = "d(a - b trunc(a/b))/da = 1, d/db = -trunc(a/b) (trunc is constant between its steps)"
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        db = _quietly(lambda: -g * np.trunc(a / b)) if ctx.needs_input_grad[1] else None
+        return g, db
+
+
+def _erf_inverse(y):
+    """erfinv of a float64 array: M. Giles' polynomial ("Approximating the erfinv function", 2010;
+    ~1e-7 relative), then Newton steps on erf(x) = y, which double the correct digits each. For
+    |y| > 1/2 the steps solve log erfc(x) = log(1 - |y|) instead: 1 - |y| is exact there (erf(x) - |y|
+    would cancel), and log erfc is nearly a parabola, so Newton converges even where the polynomial,
+    made for float32, is far off (|y| within 1e-8 of 1)."""
+    t = np.abs(y)
+    inside = t < 1  # (NaN is not: it stays NaN)
+    s = np.where(inside, t, 0.0)
+    w = -np.log((1 - s) * (1 + s))
+    low = w - 2.5
+    p_low = 2.81022636e-08
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+              0.246640727, 1.50140941):
+        p_low = c + p_low * low
+    high = np.sqrt(w) - 3
+    p_high = -0.000200214257
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
+              1.00167406, 2.83297682):
+        p_high = c + p_high * high
+    x = np.where(w < 5, p_low, p_high) * s
+    tail = s > 0.5
+    for _ in range(4):
+        slope = (2 / math.sqrt(math.pi)) * np.exp(-x * x)  # erf'(x)
+        erf_x = np.asarray(_erf_elementwise(x), dtype=np.float64)
+        erfc_x = np.asarray(_erfc_elementwise(x), dtype=np.float64)
+        # the tail solves log erfc(x) = log(1 - s), nearly -x^2: Newton converges from far away there
+        tail_step = (np.log(erfc_x) - np.log(np.where(tail, 1 - s, 1.0))) * erfc_x / slope
+        x = np.where(tail, x + tail_step, x - (erf_x - s) / slope)
+    x = np.where(inside, x, np.where(t == 1, np.inf, np.nan))
+    return np.copysign(x, y)  # erfinv is odd (and -0 stays -0)
+
+
+_erfc_elementwise = np.frompyfunc(math.erfc, 1, 1)
+
+
+class Erfinv(Function):
+    """The inverse of erf on (-1, 1): erfinv(erf(x)) = x; +-inf at +-1, NaN outside [-1, 1].
+    Computed in float64 (see _erf_inverse), as Erf."""
+
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        y = _erf_inverse(a.astype(np.float64)).astype(a.dtype)
+        ctx.save_for_backward(y)
+        return y
+
+    rule = "d erfinv(a)/da = 1 / erf'(erfinv a) = sqrt(pi)/2 e^(erfinv(a)^2): inf at a = +-1"
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return _quietly(lambda: g * (math.sqrt(math.pi) / 2) * np.exp(y * y))
+
+
+class Sinc(Function):
+    """The normalized sinc: sin(pi a) / (pi a), and 1 at a = 0 (its limit)."""
+
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        z = np.pi * a.astype(np.float64)
+        safe = np.where(z == 0, 1.0, z)
+        return _quietly(lambda: np.where(z == 0, 1.0, np.sin(safe) / safe)).astype(a.dtype)
+
+    rule = ("d sinc(a)/da = (cos(pi a) - sinc(a)) / a = pi (z cos z - sin z) / z^2 with z = pi a; "
+            "0 at a = 0 (sinc is even)")
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        z = np.pi * a.astype(np.float64)
+        small = np.abs(z) < 0.05  # there z cos z - sin z cancels: its series -z/3 + z^3/30 - z^5/840 + z^7/45360
+        zz = z * z
+        series = z * (-1 / 3 + zz * (1 / 30 + zz * (-1 / 840 + zz / 45360)))
+        safe = np.where(small, 1.0, z)
+        direct = _quietly(lambda: (safe * np.cos(safe) - np.sin(safe)) / (safe * safe))
+        return g * (np.pi * np.where(small, series, direct)).astype(g.dtype)
+
+
+class Xlogy(Function):
+    """x log(y), and 0 where x = 0 whatever y is (y = 0 included: 0 log 0 = 0, the limit that
+    entropies need), unless y is NaN; as PyTorch's xlogy."""
+
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        out = _quietly(lambda: _binary("xlogy", lambda p, q: p * np.log(q), x, y))
+        return np.where((x == 0) & ~np.isnan(y), np.zeros((), dtype=out.dtype), out)
+
+    rule = ("d(x log y)/dx = log y (0 where x = 0 and y <= 0, as PyTorch); d/dy = x / y (0 where x = 0: "
+            "there x log y is 0 for every y)")
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        zero = np.zeros((), dtype=g.dtype)
+        dx = _quietly(lambda: g * np.where((x == 0) & (y <= 0), zero, np.log(y))) if ctx.needs_input_grad[0] else None
+        dy = _quietly(lambda: g * np.where(x == 0, zero, x / y)) if ctx.needs_input_grad[1] else None
+        return dx, dy
+
+
+class Copysign(Function):
+    """|a| with the sign of b (the sign bit: -0.0 counts as negative), as numpy's and PyTorch's."""
+
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        y = _binary("copysign", np.copysign, a, b)
+        ctx.save_for_backward(a, y)
+        return y
+
+    rule = "d copysign(a, b)/da = sign(a) sign(b) (0 at a = 0, as PyTorch); d/db = 0 (only its sign is used)"
+
+    @staticmethod
+    def backward(ctx, g):
+        a, y = ctx.saved_tensors
+        flip = np.where(a == 0, 0, np.sign(a) * np.copysign(np.ones((), dtype=y.dtype), y))
+        return g * flip, np.zeros_like(g) if ctx.needs_input_grad[1] else None
+
+
+class ClampBound(Function):
+    """clamp_min (max(a, bound)) or, with upper=True, clamp_max (min(a, bound)), where the bound may
+    be a tensor. NaN in a stays NaN, as PyTorch's clamp."""
+
+    @staticmethod
+    def forward(ctx, a, bound, upper=False):
+        ctx.save_for_backward(a, bound)
+        ctx.upper = upper
+        return _binary("clamp_max" if upper else "clamp_min", np.minimum if upper else np.maximum, a, bound)
+
+    rule = ("da = g where a is kept (a >= min, or a <= max: a tie keeps a), d bound = g where the bound "
+            "replaced a, as PyTorch")
+
+    @staticmethod
+    def backward(ctx, g):
+        a, bound = ctx.saved_tensors
+        keep, replaced = (a <= bound, a > bound) if ctx.upper else (a >= bound, a < bound)
+        zero = np.zeros((), dtype=g.dtype)
+        return np.where(keep, g, zero), np.where(replaced, g, zero) if ctx.needs_input_grad[1] else None
+
+
+class NanSum(Function):
+    """The sum of the elements that are not NaN (integers sum to int64, as Sum)."""
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "nansum")
+        ctx.nan = np.isnan(a) if a.dtype.kind == "f" else None
+        return np.nansum(a, axis=ctx.axes, keepdims=keepdims, dtype=np.int64 if a.dtype.kind in "biu" else None)
+
+    rule = "each element that is not NaN counts with weight 1: g copied back; a NaN was left out: 0"
+
+    @staticmethod
+    def backward(ctx, g):
+        g = np.broadcast_to(_expand_reduced(g, ctx.shape, ctx.axes), ctx.shape)
+        return g if ctx.nan is None else np.where(ctx.nan, np.zeros((), dtype=g.dtype), g)
+
+
+class NanMean(Function):
+    """The mean of the elements that are not NaN: their sum / their count (NaN where all are NaN)."""
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        ctx.shape, ctx.axes = a.shape, _normalize_axes(axis, a.shape, "nanmean")
+        ctx.nan = np.isnan(a)
+        ctx.count = np.sum(~ctx.nan, axis=ctx.axes, keepdims=True).astype(a.dtype)
+        total = np.nansum(a, axis=ctx.axes, keepdims=True)
+        y = _quietly(lambda: total / ctx.count)  # (no value left: 0 / 0 = NaN, as PyTorch)
+        return y if keepdims else y.reshape([n for i, n in enumerate(a.shape) if i not in ctx.axes])
+
+    rule = "d mean/da_i = 1/n, n the count of values that are not NaN; 0 at a NaN (it was left out)"
+
+    @staticmethod
+    def backward(ctx, g):
+        share = _quietly(lambda: _expand_reduced(g, ctx.shape, ctx.axes) / ctx.count)
+        return np.where(ctx.nan, np.zeros((), dtype=share.dtype), share)
+
+
+class CumProd(Function):
+    """y_i = x_0 x_1 ... x_i along `axis` (integers and bools: int64, as PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, a, axis):
+        ctx.save_for_backward(a)
+        ctx.axis = axis
+        return np.cumprod(a, axis=axis, dtype=np.int64 if a.dtype.kind in "biu" else None)
+
+    rule = ("dy_i/dx_k = the product of x_0..x_i but x_k (i >= k): dx_k = (x_0 ... x_k-1) s_k with "
+            "s_k = g_k + x_k+1 s_k+1 (from the end; no division by x_k, so a zero is fine)")
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        x, g = np.moveaxis(a, ctx.axis, -1), np.moveaxis(g, ctx.axis, -1)
+        n = x.shape[-1]
+        if n == 0:
+            return np.zeros(a.shape, dtype=g.dtype)
+        ones = np.ones(x.shape[:-1] + (1,), dtype=x.dtype)
+        before = np.cumprod(np.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)  # x_0 ... x_k-1
+        s = np.empty(g.shape, dtype=np.result_type(g, x))
+        s[..., n - 1] = g[..., n - 1]
+        for k in range(n - 2, -1, -1):  # s_k = sum_{i >= k} g_i x_k+1 ... x_i, Horner's way
+            s[..., k] = g[..., k] + x[..., k + 1] * s[..., k + 1]
+        return np.moveaxis(before * s, -1, ctx.axis).astype(g.dtype, copy=False)
+
+
+def _reverse_logcumsumexp(v, axis):
+    """log(sum_{i >= k} e^(v_i)) for each k along `axis`."""
+    return np.flip(np.logaddexp.accumulate(np.flip(v, axis), axis=axis), axis)
+
+
+class LogCumSumExp(Function):
+    """y_i = log(e^x_0 + ... + e^x_i) along `axis`, without overflow (numpy's logaddexp, accumulated)."""
+
+    promotes_int_to_float = True
+
+    @staticmethod
+    def forward(ctx, a, axis):
+        y = _quietly(lambda: np.logaddexp.accumulate(a, axis=axis))
+        ctx.save_for_backward(a, y)
+        ctx.axis = axis
+        return y
+
+    rule = ("dy_i/dx_k = e^(x_k - y_i) for k <= i (a softmax of x_0..x_i): dx_k = sum_{i>=k} g_i e^(x_k - y_i); "
+            "a y_i of -inf (every x up to i is -inf) adds 0")
+
+    @staticmethod
+    def backward(ctx, g):
+        a, y = ctx.saved_tensors
+
+        def part(weights):  # log(sum_{i>=k} w_i e^(-y_i)) for w >= 0, summed in logs: no overflow
+            terms = np.where(np.isneginf(y) | (weights == 0), -np.inf, np.log(np.where(weights > 0, weights, 1)) - y)
+            return _reverse_logcumsumexp(terms, ctx.axis)
+
+        positive, negative = part(np.maximum(g, 0)), part(np.maximum(-g, 0))  # g = g+ - g-
+        return _quietly(lambda: np.exp(a + positive) - np.exp(a + negative)).astype(g.dtype, copy=False)
+
+
+def cumulative_extreme_indices(a, axis, largest=True):
+    """Where the running max (min) of `a` along `axis` sits, as PyTorch's cummax (cummin): a tie
+    moves it to the later element, and so does a NaN (after one, the running value stays NaN)."""
+    running = (np.maximum if largest else np.minimum).accumulate(a, axis=axis)
+    here = a == running
+    if a.dtype.kind == "f":
+        here |= np.isnan(a)
+    shape = [1] * a.ndim
+    shape[axis] = a.shape[axis]
+    positions = np.where(here, np.arange(a.shape[axis]).reshape(shape), 0)
+    return np.maximum.accumulate(positions, axis=axis).astype(np.int64) if a.size else positions.astype(np.int64)
+
+
+class CumExtreme(Function):
+    """cummax's (cummin's) values: y_i = a at `indices`_i along `axis` (cumulative_extreme_indices)."""
+
+    @staticmethod
+    def forward(ctx, a, indices, axis):
+        ctx.indices, ctx.axis, ctx.shape = indices, axis, a.shape
+        return np.take_along_axis(a, indices, axis)
+
+    rule = "y_i is the element where the running extreme sits: it gets g_i (an element that stays the extreme, each)"
+
+    @staticmethod
+    def backward(ctx, g):
+        grad = np.zeros(ctx.shape, dtype=g.dtype)
+        grid = list(np.indices(ctx.indices.shape, sparse=True))
+        grid[ctx.axis] = ctx.indices
+        np.add.at(grad, tuple(grid), g)  # (add.at: an index that repeats adds up)
+        return grad

@@ -24,6 +24,9 @@ Sort = collections.namedtuple("sort", ["values", "indices"])  # what sort return
 Median = collections.namedtuple("median", ["values", "indices"])  # what median(dim) returns
 KthValue = collections.namedtuple("kthvalue", ["values", "indices"])  # what kthvalue returns
 Histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])  # what histogram returns
+CumMax = collections.namedtuple("cummax", ["values", "indices"])  # what cummax returns
+CumMin = collections.namedtuple("cummin", ["values", "indices"])  # what cummin returns
+AMinMax = collections.namedtuple("aminmax", ["min", "max"])  # what aminmax returns
 
 
 def _pytorch_names(op, axis, keepdims, dim, keepdim):
@@ -145,6 +148,107 @@ class TensorMath:
         """Round to `decimals` places; halves go to the even neighbour (round(2.5) = 2), as PyTorch."""
         return ops.Round.apply(self, decimals=decimals)
 
+    def trunc(self):
+        """Round toward 0: trunc(-2.7) = -2 (gradient 0, as the other roundings)."""
+        return ops.Trunc.apply(self)
+
+    fix = trunc  # (PyTorch's other name)
+
+    def frac(self):
+        """The fractional part x - trunc(x), with x's sign: frac(-2.5) = -0.5. Its gradient is 1."""
+        return ops.Frac.apply(self)
+
+    # trigonometric and hyperbolic functions and their inverses (integers give float32, as PyTorch)
+    def tan(self):
+        return ops.Tan.apply(self)
+
+    def sinh(self):
+        return ops.Sinh.apply(self)
+
+    def cosh(self):
+        return ops.Cosh.apply(self)
+
+    def asin(self):
+        """The angle in [-pi/2, pi/2] whose sine is x: NaN outside [-1, 1], gradient inf at +-1."""
+        return ops.Asin.apply(self)
+
+    def acos(self):
+        """The angle in [0, pi] whose cosine is x: NaN outside [-1, 1], gradient -inf at +-1."""
+        return ops.Acos.apply(self)
+
+    def atan(self):
+        """The angle in (-pi/2, pi/2) whose tangent is x."""
+        return ops.Atan.apply(self)
+
+    def asinh(self):
+        return ops.Asinh.apply(self)
+
+    def acosh(self):
+        """The inverse of cosh on [1, inf): NaN below 1, gradient inf at 1."""
+        return ops.Acosh.apply(self)
+
+    def atanh(self):
+        """The inverse of tanh: +-inf at +-1 (as is its gradient), NaN outside [-1, 1]."""
+        return ops.Atanh.apply(self)
+
+    def atan2(self, other):
+        """The angle in (-pi, pi] of the point (other, self): atan2(y, x), as numpy's arctan2. Its
+        gradient at (0, 0), where it has none, is 0 (PyTorch's)."""
+        return ops.Atan2.apply(*_operands(self, other, "atan2"))
+
+    arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2  # (numpy's names, PyTorch's aliases)
+    arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+    # more functions of one or two tensors
+    def erfinv(self):
+        """The inverse of erf: erfinv(erf(x)) = x on (-1, 1); +-inf at +-1, NaN outside."""
+        return ops.Erfinv.apply(self)
+
+    def sinc(self):
+        """The normalized sinc, sin(pi x) / (pi x), and 1 at 0 (where its gradient is 0)."""
+        return ops.Sinc.apply(self)
+
+    def fmod(self, other):
+        """The remainder of x / other rounded toward 0: the sign of x, as C's fmod (remainder, as
+        Python's %, takes other's sign): fmod(-7, 2) = -1, remainder(-7, 2) = 1."""
+        return ops.Fmod.apply(*_operands(self, other, "fmod"))
+
+    def xlogy(self, other):
+        """x * log(other), and 0 where x is 0 (even where other is 0: the 0 log 0 = 0 of entropies),
+        as PyTorch; NaN where other is NaN."""
+        return ops.Xlogy.apply(*_operands(self, other, "xlogy"))
+
+    def copysign(self, other):
+        """|x| with the sign of other (its sign bit: -0.0 is negative); integers give float32."""
+        return ops.Copysign.apply(*_operands(self, other, "copysign"))
+
+    def heaviside(self, values):
+        """The step function: 0 where x < 0, 1 where x > 0, `values` where x == 0 (NaN gives 0, as
+        PyTorch's). Outside the graph, as comparisons: it has no gradient."""
+        a, b = _operands(self, values, "heaviside")
+        try:
+            out = np.where(a.numpy() == 0, b.numpy(), a.numpy() > 0)
+        except ValueError:
+            raise ValueError(f"heaviside: shapes {a.shape} and {b.shape} do not broadcast together") from None
+        return self._from_op(out.astype(np.result_type(a.dtype, b.dtype), copy=False), False)
+
+    def clamp_min(self, min):
+        """max(x, min), elementwise: clamp(min=min); `min` may be a tensor (which then gets the
+        gradient where it replaced x)."""
+        return ops.ClampBound.apply(*_operands(self, min, "clamp_min"), upper=False)
+
+    def clamp_max(self, max):
+        """min(x, max), elementwise: clamp(max=max) (see clamp_min)."""
+        return ops.ClampBound.apply(*_operands(self, max, "clamp_max"), upper=True)
+
+    def clamp_min_(self, min):
+        """x = x.clamp_min(min), in place (the rules of in-place updates, tensor.py)."""
+        return self._update("clamp_min_", lambda x, m: x.clamp_min(m), min)
+
+    def clamp_max_(self, max):
+        """x = x.clamp_max(max), in place."""
+        return self._update("clamp_max_", lambda x, m: x.clamp_max(m), max)
+
     # tests of each element: bool tensors, outside the graph (they have no gradient)
     def isnan(self):
         return self._from_op(np.isnan(self._data), False)
@@ -171,15 +275,39 @@ class TensorMath:
 
     # ------------------------------------------------------------------ reductions
     # Each takes numpy's names axis= and keepdims=, or PyTorch's dim= and keepdim=.
-    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+    def sum(self, axis=None, keepdims=False, *, dim=None, keepdim=None, dtype=None):
+        """The sum over `axis` (all by default). dtype= converts first and gives a result of that
+        dtype, as PyTorch (x.sum(dtype=minigrad.float64) sums float32 values in float64)."""
         if dim is not None or keepdim is not None:
             axis, keepdims = _pytorch_names("sum", axis, keepdims, dim, keepdim)
-        return ops.Sum.apply(self, axis=axis, keepdims=keepdims)
+        if dtype is None:
+            return ops.Sum.apply(self, axis=axis, keepdims=keepdims)
+        out = ops.Sum.apply(self.to(dtype), axis=axis, keepdims=keepdims)
+        return out if out.dtype == np.dtype(dtype) else out.to(dtype)  # (int32 sums in int64: back to int32)
 
-    def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+    def mean(self, axis=None, keepdims=False, *, dim=None, keepdim=None, dtype=None):
+        """The mean over `axis` (all by default); dtype= (a float dtype) converts first, as PyTorch."""
         if dim is not None or keepdim is not None:
             axis, keepdims = _pytorch_names("mean", axis, keepdims, dim, keepdim)
-        return ops.Mean.apply(self, axis=axis, keepdims=keepdims)
+        return ops.Mean.apply(_float_dtype("mean", self, dtype), axis=axis, keepdims=keepdims)
+
+    def nansum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The sum over `dim` (an int or a tuple; all by default) of the elements that are not NaN; a
+        NaN gets gradient 0. Integers sum to int64; dtype= converts first, as in `sum`."""
+        dim, keepdim = _pytorch_names("nansum", dim, keepdim, axis, keepdims)
+        x = self if dtype is None else self.to(dtype)
+        out = ops.NanSum.apply(x, axis=_tuple(dim), keepdims=bool(keepdim))
+        return out if dtype is None or out.dtype == np.dtype(dtype) else out.to(dtype)
+
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The mean over `dim` of the elements that are not NaN (NaN where every one is); a NaN gets
+        gradient 0. A float tensor only (dtype= converts first), as PyTorch."""
+        dim, keepdim = _pytorch_names("nanmean", dim, keepdim, axis, keepdims)
+        x = _float_dtype("nanmean", self, dtype)
+        if x.dtype.kind != "f":
+            raise TypeError(f"nanmean: expected a float tensor, got {x.dtype} (an integer is never NaN: use mean, "
+                            "or give dtype=)")
+        return ops.NanMean.apply(x, axis=_tuple(dim), keepdims=bool(keepdim))
 
     def var(self, dim=None, unbiased=None, keepdim=None, *, correction=None, ddof=None, axis=None, keepdims=None):
         """Variance, dividing by n - correction, with PyTorch's default correction=1 (the unbiased
@@ -220,6 +348,72 @@ class TensorMath:
             raise TypeError("cumsum: missing the dim (or axis) to sum along")
         x = self.reshape(1) if self.ndim == 0 else self  # (a 0-d tensor: its one value)
         return ops.CumSum.apply(x, axis=_axis(dim, x.ndim, "cumsum", self.shape)).reshape(self.shape)
+
+    def cumprod(self, dim=None, *, dtype=None, axis=None):
+        """Running products along `dim`: y_i = x_0 x_1 ... x_i (integers give int64; dtype= converts
+        first). The gradient is exact where an element is 0 (it divides by nothing)."""
+        dim = _pytorch_names("cumprod", dim, False, axis, None)[0]
+        if dim is None:
+            raise TypeError("cumprod: missing the dim (or axis) to multiply along")
+        x = self if dtype is None else self.to(dtype)
+        x = x.reshape(1) if x.ndim == 0 else x
+        return ops.CumProd.apply(x, axis=_axis(dim, x.ndim, "cumprod", self.shape)).reshape(self.shape)
+
+    def logcumsumexp(self, dim=None, *, axis=None):
+        """Running log(sum(exp(x))) along `dim`: y_i = log(e^x_0 + ... + e^x_i), without overflow."""
+        dim = _pytorch_names("logcumsumexp", dim, False, axis, None)[0]
+        if dim is None:
+            raise TypeError("logcumsumexp: missing the dim (or axis) to accumulate along")
+        x = self.reshape(1) if self.ndim == 0 else self
+        return ops.LogCumSumExp.apply(x, axis=_axis(dim, x.ndim, "logcumsumexp", self.shape)).reshape(self.shape)
+
+    def cummax(self, dim=None, *, axis=None):
+        """The running maximum along `dim` and where it is: the pair (values, indices), as PyTorch's
+        (a tie, or a NaN, moves the index to the later element). The gradient of values[i] goes to
+        the element at indices[i]."""
+        return self._cumulative_extreme("cummax", dim, axis, True)
+
+    def cummin(self, dim=None, *, axis=None):
+        """The running minimum along `dim` and where it is (see cummax)."""
+        return self._cumulative_extreme("cummin", dim, axis, False)
+
+    def _cumulative_extreme(self, op, dim, axis, largest):
+        dim = _pytorch_names(op, dim, False, axis, None)[0]
+        if dim is None:
+            raise TypeError(f"{op}: missing the dim (or axis) to run along")
+        x = self.reshape(1) if self.ndim == 0 else self
+        dim = _axis(dim, x.ndim, op, self.shape)
+        indices = ops.cumulative_extreme_indices(x.numpy(), dim, largest)
+        values = ops.CumExtreme.apply(x, indices=indices, axis=dim)
+        return (CumMax if largest else CumMin)(values.reshape(self.shape),
+                                               self._from_op(indices.reshape(self.shape), False))
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        """The pair (min, max) over `dim` (one int; all elements by default), as `torch.aminmax`: the
+        values of amin and amax, whose gradients equal extremes share evenly."""
+        dims = () if dim is None else dim
+        return AMinMax(self.amin(dims, keepdim), self.amax(dims, keepdim))
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        """The n-th forward difference along `dim`: out[i] = x[i+1] - x[i], n times (a bool tensor:
+        x[i+1] != x[i]), after `prepend` and `append` (tensors of this shape but along dim; a number
+        stands for one slice of it) are put before and after x. Each pass is one shorter; past the
+        length, empty."""
+        if self.ndim == 0:
+            raise ValueError("diff: expected a tensor of at least one dim, got a 0-d one")
+        if not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"diff: n must be an integer >= 0, got {n!r}")
+        dim = _axis(dim, self.ndim, "diff", self.shape)
+        x = self
+        if prepend is not None or append is not None:
+            x = _concatenated_along(self, dim, prepend, append)
+        for _ in range(n):
+            length = x.shape[dim]
+            if length == 0:
+                break
+            later, earlier = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
+            x = later != earlier if x.dtype == np.bool_ else later - earlier
+        return x
 
     def max(self, dim=None, keepdim=None, *, axis=None, keepdims=False):
         """The largest value. With a dim, positional or dim= (`x.max(1)`, `x.max(dim=1)`), PyTorch's
@@ -387,6 +581,57 @@ class TensorMath:
         """Fill with samples from U(a, b), in place (see `normal_`). PyTorch names the bounds from and to."""
         values = rng(generator).uniform(a, b, self.shape)
         return self._update("uniform_", _copy_op(), values.astype(self.dtype))
+
+    def bernoulli(self, p=None, *, generator=None):
+        """0 or 1 in each place, 1 with probability this tensor's value there (`torch.bernoulli(probs)`),
+        or with probability `p` everywhere when it is given; this tensor's dtype, outside the graph,
+        drawn from `generator` or the default one."""
+        if p is None:
+            probabilities = _float_values("bernoulli", self)
+        else:
+            probabilities = np.asarray(p.numpy() if isinstance(p, TensorMath) else p, dtype=np.float64)
+        _check_probabilities("bernoulli", probabilities)
+        draws = rng(generator).random(self.shape) < probabilities
+        return self._from_op(draws.astype(self.dtype), False)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        """Fill with 0 or 1, 1 with probability `p` (a number, or a tensor broadcast to this shape), in
+        place (see normal_)."""
+        probabilities = np.asarray(p.numpy() if isinstance(p, TensorMath) else p, dtype=np.float64)
+        _check_probabilities("bernoulli_", probabilities)
+        try:
+            probabilities = np.broadcast_to(probabilities, self.shape)
+        except ValueError:
+            raise ValueError(f"bernoulli_: p of shape {probabilities.shape} does not broadcast to this tensor's "
+                             f"shape {self.shape}") from None
+        draws = rng(generator).random(self.shape) < probabilities
+        return self._update("bernoulli_", _copy_op(), draws.astype(self.dtype))
+
+    def random_(self, *args, generator=None, **kwargs):
+        """Fill with integers drawn uniformly, in place (see normal_), as PyTorch's random_:
+        `random_(to)` from [0, to), `random_(from, to)` from [from, to) (or from=, to= by name), and
+        to=None up to the largest value of the dtype: for a float dtype 2^mantissa (2^24 for float32),
+        so that every integer is exact."""
+        low, high = _random_bounds(self.dtype, args, kwargs)
+        if self.dtype.kind in "biu":
+            info = np.iinfo(np.int64 if self.dtype == np.bool_ else self.dtype)
+            top = 1 if self.dtype == np.bool_ else info.max
+            if low < (0 if self.dtype == np.bool_ else info.min) or high - 1 > top:
+                raise ValueError(f"random_: [{low}, {high}) is out of the range of {self.dtype}")
+        draw_dtype = np.uint64 if high - 1 > np.iinfo(np.int64).max else np.int64
+        values = rng(generator).integers(low, high - 1, self.shape, dtype=draw_dtype, endpoint=True)
+        return self._update("random_", _copy_op(), values.astype(self.dtype))
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        """Fill with samples of the exponential distribution of rate `lambd` (mean 1 / lambd), in place
+        (see normal_); a float tensor only."""
+        if self.dtype.kind != "f":
+            raise TypeError(f"exponential_: the exponential distribution is continuous: expected a float tensor, "
+                            f"got {self.dtype}")
+        if not lambd > 0:
+            raise ValueError(f"exponential_: expects lambd > 0, got {lambd}")
+        values = rng(generator).exponential(1.0 / lambd, self.shape)
+        return self._update("exponential_", _copy_op(), values.astype(self.dtype))
 
     # ------------------------------------------------------------------ tests and counts (outside the graph)
     def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
@@ -641,6 +886,83 @@ def _correction(op, unbiased, correction, ddof):
         return int(bool(unbiased))
     value = correction if correction is not None else ddof
     return 1 if value is None else value
+
+
+def _operands(a, b, op):
+    from .tensor import _operands  # (tensor.py imports this module)
+
+    return _operands(a, b, op)
+
+
+def _tuple(dim):
+    """A dim given as a list is a tuple of axes."""
+    return tuple(dim) if isinstance(dim, list) else dim
+
+
+def _float_dtype(op, x, dtype):
+    """x converted to dtype= (of mean and nanmean), which must be a float dtype, as PyTorch's."""
+    if dtype is None:
+        return x
+    if np.dtype(dtype).kind != "f":
+        raise TypeError(f"{op}: dtype must be a float dtype (the mean of integers is not an integer), got {dtype}")
+    return x.to(dtype)
+
+
+def _check_probabilities(op, p):
+    if p.size and not np.all((p >= 0) & (p <= 1)):  # (NaN fails too)
+        raise ValueError(f"{op}: probabilities must be in [0, 1], got values from {np.nanmin(p)} to {np.nanmax(p)}"
+                         f"{' and NaN' if np.isnan(p).any() else ''}")
+
+
+def _random_bounds(dtype, args, kwargs):
+    """[low, high) of random_(to), random_(from, to) or random_(from=, to=): to=None is the largest
+    integer of the dtype (2^mantissa for a float dtype), included."""
+    unknown = set(kwargs) - {"from", "to"}
+    if unknown or len(args) > 2:
+        raise TypeError(f"random_: takes from and to, got {len(args)} positional arguments and {sorted(kwargs)}")
+    if len(args) == 1 and not kwargs:
+        low, high = 0, args[0]  # random_(to)
+    else:
+        named = dict(zip(("from", "to"), args))
+        for key, value in kwargs.items():
+            if key in named:
+                raise TypeError(f"random_: got {key} twice")
+            named[key] = value
+        low, high = named.get("from", 0), named.get("to")
+    if high is None:
+        if dtype.kind == "f":
+            high = 2 ** (np.finfo(dtype).nmant + 1) + 1
+        elif dtype == np.bool_:
+            high = 2
+        else:
+            high = int(np.iinfo(dtype).max) + 1
+    low, high = int(low), int(high)
+    if low >= high:
+        raise ValueError(f"random_: expects 'from' to be less than 'to', got from={low} >= to={high}")
+    return low, high
+
+
+def _concatenated_along(x, dim, prepend, append):
+    """diff's prepend, x, append, joined along `dim`, in one dtype (a float one if any is float)."""
+    from .creation import cat  # (creation.py imports tensor.py, which imports this module)
+
+    parts = []
+    for extra in (prepend, x, append):
+        if extra is None:
+            continue
+        if not isinstance(extra, TensorMath):
+            values = np.asarray(extra, dtype=x.dtype if x.dtype.kind == "f" and np.ndim(extra) == 0 else None)
+            if values.ndim == 0:  # a number: one slice of it
+                values = np.broadcast_to(values, x.shape[:dim] + (1,) + x.shape[dim + 1:])
+            extra = x._from_op(np.array(values), False)
+        if extra.ndim != x.ndim:
+            raise ValueError(f"diff: prepend and append must have the input's number of dims ({x.ndim}), got shape "
+                             f"{extra.shape}")
+        parts.append(extra)
+    dtypes = [p.dtype for p in parts]
+    floats = [d for d in dtypes if d.kind == "f"]
+    common = np.result_type(*floats) if floats else np.result_type(*dtypes)
+    return cat([p.to(common) for p in parts], dim)
 
 
 def _float_values(op, x):
