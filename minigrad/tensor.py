@@ -800,6 +800,10 @@ class Tensor(TensorMath, TensorShape):
         return ops.Minimum.apply(*_operands(self, other, "minimum"))
 
     def clip(self, min=None, max=None):
+        if isinstance(min, Tensor) or isinstance(max, Tensor):  # bounds per element: gradients to them too
+            ops.check_clip_bounds("clip (clamp)", min, max)
+            x = self if min is None else self.clamp_min(min)
+            return x if max is None else x.clamp_max(max)
         return ops.Clip.apply(_meeting_number(_meeting_number(self, min), max), low=min, high=max)
 
     clamp = clip

@@ -553,3 +553,16 @@ def test_testing_assert_close_uses_pytorchs_tolerances_and_says_where():
     mg.testing.assert_close(mg.tensor([np.nan]), mg.tensor([np.nan]), equal_nan=True)
     with pytest.raises(AssertionError):
         mg.testing.assert_close(mg.tensor([np.nan]), mg.tensor([np.nan]))
+
+
+def test_clip_with_tensor_bounds_gives_gradients_to_the_bounds_as_pytorch():
+    low, high = np.array([0.0, 0.0, 0.7]), np.array([1.0, 0.2, 1.0])
+    x, lo, hi = (mg.tensor(v, requires_grad=True) for v in ([-1.0, 0.5, 0.5], low, high))
+    y = x.clip(lo, hi)
+    (y * mg.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert y.tolist() == [0.0, 0.2, 0.7] and x.grad.tolist() == [0.0, 0.0, 0.0]
+    assert lo.grad.tolist() == [1.0, 0.0, 3.0] and hi.grad.tolist() == [0.0, 2.0, 0.0]
+    assert mg.tensor([1.0, 2.0]).clamp(min=mg.tensor([1.5, 0.0])).tolist() == [1.5, 2.0]
+    points = mg.tensor([[0.3, -0.4], [0.9, 0.1]], requires_grad=True)
+    assert mg.gradcheck(lambda a, b: a.clip(b, 0.5), (points, mg.tensor([[0.0, -0.6], [0.2, 0.4]],
+                                                                            requires_grad=True)))
