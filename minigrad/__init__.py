@@ -73,7 +73,7 @@ from .grad_mode import (
 from .gradcheck import GradcheckError, GradcheckReport, GradcheckWarning, gradcheck
 from .kernels import get_backend, get_num_threads, set_backend, set_num_threads, use_backend
 from .opcheck import find_bad_backward
-from .random import Generator, default_generator, manual_seed
+from .random import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor, _write_out, get_default_dtype, set_default_dtype, set_printoptions
 
 float32, float64, int64, bool_ = "float32", "float64", "int64", "bool"

@@ -130,3 +130,16 @@ def get_state():
 
 def set_state(state):
     default_generator.set_state(state)
+
+
+def seed():
+    """Seed the default generator from the operating system's randomness; returns the seed."""
+    return default_generator.seed()
+
+
+def initial_seed():
+    """The seed the default generator was last seeded with."""
+    return default_generator.initial_seed()
+
+
+get_rng_state, set_rng_state = get_state, set_state  # PyTorch's names (the state is a dict here, not bytes)

@@ -566,3 +566,14 @@ def test_clip_with_tensor_bounds_gives_gradients_to_the_bounds_as_pytorch():
     points = mg.tensor(np.array([[0.3, -0.4], [0.9, 0.1]]), requires_grad=True)  # (float64: a gradient check)
     bounds = mg.tensor(np.array([[0.0, -0.6], [0.2, 0.4]]), requires_grad=True)
     assert mg.gradcheck(lambda a, b: a.clip(b, 0.5), (points, bounds))
+
+
+def test_seeds_and_the_random_state_by_pytorchs_names():
+    mg.manual_seed(3)
+    assert mg.initial_seed() == 3
+    state = mg.get_rng_state()
+    first = mg.randn(4)
+    mg.set_rng_state(state)
+    assert mg.equal(mg.randn(4), first)
+    fresh = mg.seed()
+    assert mg.initial_seed() == fresh and mg.random.manual_seed(3) is mg.default_generator
