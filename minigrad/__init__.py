@@ -123,6 +123,7 @@ for _name in (
 del _name
 
 from . import accelerator, backends, cuda, linalg, nn, optim, testing  # noqa: E402
+from . import distributions  # noqa: E402  (minigrad.distributions, as torch.distributions; after nn)
 from . import datasets, utils  # noqa: E402  (minigrad.utils.data, as torch.utils.data)
 from .nn import summary  # noqa: E402
 from .ops import AxisError  # noqa: E402  (numpy's, imported where each numpy version has it)

@@ -60,3 +60,17 @@ from .lazy import (  # noqa: E402  (PyTorch's lazy layers: each input size read 
 
 __all__ += ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d",
             "UninitializedParameter", "UninitializedBuffer"]
+
+from .activation import (  # noqa: E402  (more of PyTorch's activations)
+    CELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Softshrink, Softsign, Tanhshrink, Threshold,
+)
+from .loss import (  # noqa: E402  (more of PyTorch's losses)
+    CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
+    MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+)
+from .layers import Bilinear, ChannelShuffle, Fold, Unfold  # noqa: E402
+
+__all__ += ["Hardsigmoid", "Hardswish", "Softsign", "Tanhshrink", "Threshold", "GLU", "CELU", "Softshrink",
+            "Hardshrink", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+            "GaussianNLLLoss", "PoissonNLLLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "MultiMarginLoss",
+            "Bilinear", "Fold", "Unfold", "ChannelShuffle"]

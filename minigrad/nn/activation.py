@@ -200,3 +200,103 @@ class CosineSimilarity(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, eps={self.eps}"
+
+
+class Hardsigmoid(_Activation):
+    """min(max(x + 3, 0), 6) / 6; see F.hardsigmoid."""
+
+    def forward(self, x):
+        return F.hardsigmoid(x, self.inplace)
+
+
+class Hardswish(_Activation):
+    """x * min(max(x + 3, 0), 6) / 6; see F.hardswish."""
+
+    def forward(self, x):
+        return F.hardswish(x, self.inplace)
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, x):
+        return F.softsign(x)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x)."""
+
+    def forward(self, x):
+        return F.tanhshrink(x)
+
+
+class Threshold(_Activation):
+    """x if x > threshold else value."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__(inplace)
+        self.threshold, self.value = threshold, value
+
+    def forward(self, x):
+        return F.threshold(x, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return self._inplace_repr(f"threshold={self.threshold}, value={self.value}")
+
+
+class GLU(Module):
+    """a * sigmoid(b), with a and b the halves of the input along `dim`; see F.glu."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.glu(x, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class CELU(_Activation):
+    """max(0, x) + min(0, alpha (e^(x / alpha) - 1)); see F.celu."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, x):
+        return F.celu(x, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return self._inplace_repr(f"alpha={self.alpha}")
+
+
+class Softshrink(Module):
+    """x - lambd if x > lambd, x + lambd if x < -lambd, else 0."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        if not lambd >= 0:
+            raise ValueError(f"Softshrink: lambd must be >= 0, got {lambd}")
+        self.lambd = lambd
+
+    def forward(self, x):
+        return F.softshrink(x, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Hardshrink(Module):
+    """x if |x| > lambd, else 0."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x):
+        return F.hardshrink(x, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)

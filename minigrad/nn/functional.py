@@ -682,3 +682,319 @@ def kl_div(input, target, *, reduction="mean", log_target=False):
                       "not the KL divergence; reduction='batchmean' divides by the batch size only",
                       UserWarning, stacklevel=2)
     return _reduce(op, losses, reduction)
+
+
+# ---------------------------------------------------------------------- more activations (PyTorch's)
+# Each is composed of Tensor ops, chosen so that the gradient at a kink is PyTorch's: clip's gradient
+# counts its bounds as inside (1 there), hardtanh's and relu's count them as outside (0 there).
+def hardsigmoid(input, inplace=False):
+    """hardsigmoid(x) = min(max(x + 3, 0), 6) / 6: 0 below -3, 1 above 3, x/6 + 1/2 between.
+    The gradient is 1/6 strictly inside (-3, 3), 0 elsewhere, the kinks too (PyTorch's)."""
+    return _maybe_in_place("hardsigmoid", input, inplace, lambda x: hardtanh(x + 3.0, 0.0, 6.0) / 6.0)
+
+
+def hardswish(input, inplace=False):
+    """hardswish(x) = x * min(max(x + 3, 0), 6) / 6 (MobileNetV3's cheap swish): 0 below -3, x above 3.
+    The gradient is x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3 (PyTorch's)."""
+    return _maybe_in_place("hardswish", input, inplace, lambda x: x * hardtanh(x + 3.0, 0.0, 6.0) / 6.0)
+
+
+def softsign(input):
+    """softsign(x) = x / (1 + |x|), in (-1, 1)."""
+    x = as_tensor(input)
+    return x / (x.abs() + 1)
+
+
+def tanhshrink(input):
+    """tanhshrink(x) = x - tanh(x)."""
+    x = as_tensor(input)
+    return x - x.tanh()
+
+
+def threshold(input, threshold, value, inplace=False):
+    """threshold(x) = x if x > threshold else value. The gradient is 1 where x > threshold, 0 elsewhere."""
+    return _maybe_in_place("threshold", input, inplace, lambda x: where(x <= threshold, value, x))
+
+
+def threshold_(input, threshold, value):
+    return _maybe_in_place("threshold", input, True, lambda x: where(x <= threshold, value, x))
+
+
+def glu(input, dim=-1):
+    """The gated linear unit: the input split in halves a, b along `dim`, then glu = a * sigmoid(b).
+    (..., 2n, ...) -> (..., n, ...)"""
+    x = as_tensor(input)
+    if x.ndim == 0:
+        raise ValueError("glu: does not support a 0-d input (it halves a dimension)")
+    d = _axis(dim, x.ndim, "glu", x.shape)
+    if x.shape[d] % 2:
+        raise ValueError(f"glu: the halved dimension must have an even size, but dim {dim} of the input "
+                         f"{tuple(x.shape)} has size {x.shape[d]}")
+    n = x.shape[d] // 2
+    return x.narrow(d, 0, n) * x.narrow(d, n, n).sigmoid()
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """celu(x) = max(0, x) + min(0, alpha (e^(x / alpha) - 1)), computed as
+    relu(x) + alpha * expm1(min(x, 0) / alpha): x itself for x > 0, and a gradient of 1 at 0 (PyTorch's)."""
+    if alpha == 0:
+        raise ValueError("celu: alpha cannot be 0 (it divides by alpha)")
+    return _maybe_in_place("celu", input, inplace, lambda x: x.relu() + alpha * (x.clip(max=0.0) / alpha).expm1())
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def softshrink(input, lambd=0.5):
+    """softshrink(x) = x - lambd if x > lambd, x + lambd if x < -lambd, else 0; computed as
+    x - clip(x, -lambd, lambd). The gradient is 0 on [-lambd, lambd], the kinks included (PyTorch's)."""
+    if not lambd >= 0:
+        raise ValueError(f"softshrink: lambd must be >= 0, got {lambd}")
+    x = as_tensor(input)
+    return x - x.clip(-lambd, lambd)
+
+
+def hardshrink(input, lambd=0.5):
+    """hardshrink(x) = 0 if -lambd <= x <= lambd, else x. The gradient is 0 on [-lambd, lambd] (PyTorch's)."""
+    x = as_tensor(input)
+    values = x.detach().numpy()
+    return where((values >= -lambd) & (values <= lambd), 0.0, x)
+
+
+# ---------------------------------------------------------------------- more layers' functions
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T A_k x2 + b_k:   x1 (..., in1), x2 (..., in2), weight A (out, in1, in2), bias (out,) -> (..., out).
+    Computed as a matmul, x1 @ A (as (in1, out in2)), then the products with x2 summed over in2."""
+    x1, x2 = as_tensor(input1), as_tensor(input2)
+    if weight.ndim != 3:
+        raise ValueError(f"bilinear: weight must be 3-D (out, in1, in2), got shape {tuple(weight.shape)}")
+    out, in1, in2 = weight.shape
+    if x1.ndim == 0 or x2.ndim == 0 or x1.shape[-1] != in1 or x2.shape[-1] != in2 or x1.shape[:-1] != x2.shape[:-1]:
+        raise ValueError(f"bilinear: expected input1 (..., {in1}) and input2 (..., {in2}) with the same leading "
+                         f"dims for weight {tuple(weight.shape)}, got {tuple(x1.shape)} and {tuple(x2.shape)}")
+    x1_a = x1 @ weight.permute(1, 0, 2).reshape(in1, out * in2)           # (..., out in2): sum_i x1_i A_kij
+    y = (x1_a.reshape(x1.shape[:-1] + (out, in2)) * x2.unsqueeze(-2)).sum(-1)  # sum_j (...)_kj x2_j
+    return y if bias is None else y + bias
+
+
+def channel_shuffle(input, groups):
+    """(N, C, *) -> (N, C, *) with the channels, seen as a (groups, C / groups) table, read by columns
+    (ShuffleNet): y[:, k * groups + g] = x[:, g * (C / groups) + k]. A reshape, a transpose, a reshape."""
+    x = as_tensor(input)
+    if not isinstance(groups, numbers.Integral) or groups <= 0:
+        raise ValueError(f"channel_shuffle: groups must be a positive int, got {groups!r}")
+    if x.ndim < 3:
+        raise ValueError(f"channel_shuffle: expected input (N, C, *) with more than 2 dims, got shape {tuple(x.shape)}")
+    n, c = x.shape[:2]
+    if c % groups:
+        raise ValueError(f"channel_shuffle: the number of channels must be divisible by groups, got {c} channels "
+                         f"(input {tuple(x.shape)}) and {groups} groups")
+    rest = tuple(x.shape[2:])
+    return x.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape((n, c) + rest)
+
+
+# ---------------------------------------------------------------------- more losses (PyTorch's)
+def _no_legacy(op, size_average, reduce):
+    if size_average is not None or reduce is not None:
+        raise TypeError(f"{op}: size_average and reduce are PyTorch's deprecated arguments; use reduction=")
+
+
+def _same_shape(op, **tensors):
+    """Every named tensor with the first one's shape: nothing is broadcast (see _loss_operands)."""
+    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+    if len(set(shapes.values())) > 1:
+        listed = ", ".join(f"{name} of shape {shape}" for name, shape in shapes.items())
+        raise ValueError(f"{op}: {listed} must have the same shape (nothing is broadcast)")
+
+
+def _like(value, input):
+    """A target or a variance: a Tensor as it is, anything else a constant in the input's dtype."""
+    return value if isinstance(value, Tensor) else as_tensor(value, dtype=input.dtype)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """loss = max(0, -y (x1 - x2) + margin), y = 1 when x1 should rank higher, -1 when x2 should.
+    x1, x2 and y of one shape. At the kink the gradient is that of the line (PyTorch's clamp_min)."""
+    op = "margin_ranking_loss"
+    _no_legacy(op, size_average, reduce)
+    _check_reduction(op, reduction)
+    x1 = as_tensor(input1)
+    x2, y = _like(input2, x1), _like(target, x1)
+    _same_shape(op, input1=x1, input2=x2, target=y)
+    return _reduce(op, (-y * (x1 - x2) + margin).clip(min=0.0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """loss = x where y = 1, max(0, margin - x) where y = -1 (x: e.g. a distance), PyTorch's form:
+        loss = [y != 1] max(0, margin - x) + [y != -1] x
+    The target only selects: it has no gradient."""
+    op = "hinge_embedding_loss"
+    _no_legacy(op, size_average, reduce)
+    _check_reduction(op, reduction)
+    x = as_tensor(input)
+    y = _like(target, x)
+    _same_shape(op, input=x, target=y)
+    t = y.detach().numpy()
+    return _reduce(op, where(t != 1, (margin - x).clip(min=0.0), 0.0) + where(t != -1, x, 0.0), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """x1, x2 (N, D) (or (D,)), y (N,) (or ()) of 1 (similar) or -1 (dissimilar), cos along D:
+        loss = 1 - cos(x1, x2) where y = 1,   max(0, cos(x1, x2) - margin) where y = -1
+    with PyTorch's cos = x1 . x2 / sqrt((|x1|^2 + 1e-12)(|x2|^2 + 1e-12))."""
+    op = "cosine_embedding_loss"
+    _no_legacy(op, size_average, reduce)
+    _check_reduction(op, reduction)
+    x1 = as_tensor(input1)
+    x2, y = _like(input2, x1), _like(target, x1)
+    _same_shape(op, input1=x1, input2=x2)
+    if x1.ndim not in (1, 2) or tuple(y.shape) != tuple(x1.shape[:-1]):
+        raise ValueError(f"{op}: expected inputs (N, D) with target (N,), or (D,) with target (), got inputs "
+                         f"{tuple(x1.shape)} and target {tuple(y.shape)}")
+    eps = 1e-12
+    dot = (x1 * x2).sum(-1)
+    cos = dot / ((x1 * x1).sum(-1) + eps).mul((x2 * x2).sum(-1) + eps).sqrt()
+    t = y.detach().numpy()
+    return _reduce(op, where(t == 1, 1 - cos, 0.0) + where(t == -1, (cos - margin).clip(min=0.0), 0.0), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """loss = max(0, margin + d(a, p) - d(a, n)), d(u, v) = ||u - v + eps||_p along the last dim
+    (pairwise_distance): the anchor nearer the positive than the negative, by a margin. swap=True
+    takes d(a, n) = min(d(a, n), d(p, n)) (the harder negative distance, Balntas et al.).
+    a, p, n (N, D) -> (N,) before the reduction."""
+    op = "triplet_margin_loss"
+    _no_legacy(op, size_average, reduce)
+    _check_reduction(op, reduction)
+    a = as_tensor(anchor)
+    pos, neg = _like(positive, a), _like(negative, a)
+    _same_shape(op, anchor=a, positive=pos, negative=neg)
+    if a.ndim == 0:
+        raise ValueError(f"{op}: expected inputs (N, D) or (D,), got 0-d tensors")
+    d_pos = pairwise_distance(a, pos, p, eps)
+    d_neg = pairwise_distance(a, neg, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(pos, neg, p, eps))
+    return _reduce(op, (margin + d_pos - d_neg).clip(min=0.0), reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """The negative log-likelihood of target under N(input, var), per element:
+        loss = 0.5 (log max(var, eps) + (input - target)^2 / max(var, eps))   (+ 0.5 log(2 pi) if full)
+    var: the input's shape, or one dim short (input.shape[:-1]: one variance per row), or with
+    size 1 in one dim (shared along it). max(var, eps) is PyTorch's clamp under no_grad: the value
+    is clamped, the gradient flows to var as if it were not (var - var.detach() + the clamped value)."""
+    op = "gaussian_nll_loss"
+    _check_reduction(op, reduction)
+    input = as_tensor(input)
+    target = _like(target, input)
+    _same_shape(op, input=input, target=target)
+    var = _like(var, input) if not isinstance(var, numbers.Number) else _full_like(input, var)
+    if var.shape != input.shape:
+        mismatched = [i for i in range(var.ndim) if var.ndim == input.ndim and var.shape[i] != input.shape[i]]
+        if tuple(var.shape) == tuple(input.shape[:-1]):
+            var = var.unsqueeze(-1)
+        elif not (var.ndim == input.ndim and len(mismatched) == 1 and var.shape[mismatched[0]] == 1):
+            raise ValueError(f"{op}: var of shape {tuple(var.shape)} does not fit the input's shape "
+                             f"{tuple(input.shape)}: expected {tuple(input.shape)}, {tuple(input.shape[:-1])}, or "
+                             "the input's shape with one dim of size 1")
+    if (var.detach().numpy() < 0).any():
+        raise ValueError(f"{op}: var has negative entries (var of shape {tuple(var.shape)})")
+    fixed = var.detach()
+    var = var - fixed + fixed.clip(min=eps)  # the value max(var, eps), the gradient of var itself
+    losses = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        losses = losses + 0.5 * math.log(2 * math.pi)
+    return _reduce(op, losses, reduction)
+
+
+def _full_like(input, value):
+    """A constant tensor of the input's shape and dtype, filled with `value`."""
+    return Tensor(np.full(input.shape, value, dtype=input.dtype))
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """The negative log-likelihood of counts `target` under Poisson(rate), without the log(target!)
+    term unless full=True:
+        log_input=True (input = log rate):   loss = e^input - target * input
+        log_input=False (input = rate):      loss = input - target * log(input + eps)
+        full=True adds Stirling's log(target!) ~ target log target - target + 0.5 log(2 pi target), where target > 1."""
+    op = "poisson_nll_loss"
+    _no_legacy(op, size_average, reduce)
+    _check_reduction(op, reduction)
+    input = as_tensor(input)
+    target = _like(target, input)
+    _same_shape(op, input=input, target=target)
+    losses = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        big = target.detach().numpy() > 1
+        t = where(big, target, 2.0)  # (a safe value where the term is dropped: no log 0, no 0 * inf in the gradient)
+        stirling = t * t.log() - t + 0.5 * (2 * math.pi * t).log()
+        losses = losses + where(big, stirling, 0.0)
+    return _reduce(op, losses, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """loss = log(1 + e^(-y x)) for targets y of 1 or -1 (the logistic loss), computed stably as
+    -logsigmoid(y x)."""
+    op = "soft_margin_loss"
+    _no_legacy(op, size_average, reduce)
+    _check_reduction(op, reduction)
+    input = as_tensor(input)
+    target = _like(target, input)
+    _same_shape(op, input=input, target=target)
+    return _reduce(op, -logsigmoid(target * input), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label logistic loss: x, y (N, C) with y of 0 and 1 (any number of labels per sample),
+        loss_n = -1/C sum_c w_c (y_nc log sigmoid(x_nc) + (1 - y_nc) log sigmoid(-x_nc))
+    (N,) before the reduction. weight (C,): a weight per class."""
+    op = "multilabel_soft_margin_loss"
+    _no_legacy(op, size_average, reduce)
+    _check_reduction(op, reduction)
+    input = as_tensor(input)
+    target = _like(target, input)
+    _same_shape(op, input=input, target=target)
+    if input.ndim == 0:
+        raise ValueError(f"{op}: expected input (N, C) or (C,), got a 0-d tensor")
+    losses = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        losses = losses * _check_weight(op, "weight", weight, input)
+    return _reduce(op, losses.sum(-1) / input.shape[-1], reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """The multi-class hinge loss: scores x (N, C) (or (C,)), class ids y (N,) (or ()),
+        loss_n = 1/C sum_{j != y_n} w[y_n] max(0, margin - x[n, y_n] + x[n, j])^p      (p = 1 or 2)
+    The gradient at the kink (margin - x[y] + x[j] = 0) is 0 (PyTorch's)."""
+    op = "multi_margin_loss"
+    _no_legacy(op, size_average, reduce)
+    _check_reduction(op, reduction)
+    if p not in (1, 2):
+        raise ValueError(f"{op}: only p = 1 and p = 2 are supported, got p={p}")
+    x = as_tensor(input)
+    y = np.asarray(target.detach().numpy() if isinstance(target, Tensor) else target)
+    if x.ndim not in (1, 2) or y.shape != x.shape[:-1]:
+        raise ValueError(f"{op}: expected input (N, C) with target (N,), or (C,) with target (), got input "
+                         f"{tuple(x.shape)} and target {y.shape}")
+    if y.dtype.kind not in "iu":
+        raise TypeError(f"{op}: target must be integer class ids, got {y.dtype}")
+    classes = x.shape[-1]
+    if y.size and (y.min() < 0 or y.max() >= classes):
+        raise IndexError(f"{op}: target {int(y[(y < 0) | (y >= classes)].flat[0])} is out of range for {classes} "
+                         f"classes (input {tuple(x.shape)})")
+    picked = x.gather(-1, y[..., None].astype(np.int64))                    # x[n, y_n], (N, 1)
+    others = (np.arange(classes) != y[..., None]).astype(x.dtype)           # 0 at j = y_n
+    hinge = (margin - picked + x).relu()
+    terms = (hinge if p == 1 else hinge * hinge) * others
+    if weight is not None:
+        w = np.asarray(weight.detach().numpy() if isinstance(weight, Tensor) else weight, dtype=x.dtype)
+        if w.shape != (classes,):
+            raise ValueError(f"{op}: weight must have one value per class, shape ({classes},), got {w.shape}")
+        terms = terms * w[y][..., None]
+    return _reduce(op, terms.sum(-1) / classes, reduction)

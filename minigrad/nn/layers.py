@@ -196,3 +196,73 @@ class Unflatten(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Bilinear(Module):
+    """y_k = x1^T A_k x2 + b_k.   x1 (..., in1_features), x2 (..., in2_features) -> y (..., out_features)
+
+    weight A (out_features, in1_features, in2_features) and bias (out_features,) start from
+    U(-1/sqrt(in1_features), 1/sqrt(in1_features)), PyTorch's default."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        devices.check_device(device, "Bilinear")
+        dtype = default_float() if dtype is None else dtype
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        bound = 1.0 / math.sqrt(in1_features) if in1_features > 0 else 0.0
+        shape = (out_features, in1_features, in2_features)
+        self.weight = init.uniform_(Parameter(np.empty(shape, dtype=dtype)), -bound, bound)
+        self.bias = init.uniform_(Parameter(np.empty(out_features, dtype=dtype)), -bound, bound) if bias else None
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class Unfold(Module):
+    """(N, C, H, W) -> (N, C kh kw, L): every sliding window as a column (im2col); see F.unfold."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+                f"stride={self.stride}")
+
+
+class Fold(Module):
+    """(N, C kh kw, L) -> (N, C, H, W), (H, W) = output_size: each column added into its window,
+    overlaps summed (col2im, the adjoint of Unfold); see F.fold."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class ChannelShuffle(Module):
+    """(N, C, *) with the channels of its `groups` groups interleaved (ShuffleNet); see F.channel_shuffle."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"

@@ -142,3 +142,122 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, self.reduction, weight=self.weight,
                                                   pos_weight=self.pos_weight)
+
+
+def _no_legacy(loss, size_average, reduce):
+    if size_average is not None or reduce is not None:
+        raise TypeError(f"{type(loss).__name__}: size_average and reduce are PyTorch's deprecated arguments; use "
+                        "reduction=")
+
+
+class MarginRankingLoss(_Loss):
+    """max(0, -y (x1 - x2) + margin) for x1, x2, y of one shape; see F.margin_ranking_loss."""
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        _no_legacy(self, size_average, reduce)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, self.margin, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """x where y = 1, max(0, margin - x) where y = -1; see F.hinge_embedding_loss."""
+
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        _no_legacy(self, size_average, reduce)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1; see F.cosine_embedding_loss."""
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        _no_legacy(self, size_average, reduce)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, self.margin, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """max(0, margin + d(a, p) - d(a, n)), d the p-norm distance; see F.triplet_margin_loss."""
+
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        _no_legacy(self, size_average, reduce)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps, self.swap,
+                                     reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """0.5 (log var + (input - target)^2 / var) (+ 0.5 log(2 pi) if full), var clamped at eps; see
+    F.gaussian_nll_loss. Called as loss(input, target, var)."""
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """e^input - target * input (log_input=True), or input - target * log(input + eps); see F.poisson_nll_loss."""
+
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        _no_legacy(self, size_average, reduce)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, self.log_input, self.full, eps=self.eps, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """The multi-label logistic loss averaged over the C classes; weight (C,) a buffer; see
+    F.multilabel_soft_margin_loss."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        _no_legacy(self, size_average, reduce)
+        self._register_weight("weight", weight)
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """log(1 + e^(-y x)) for targets 1 or -1; see F.soft_margin_loss."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        _no_legacy(self, size_average, reduce)
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """The multi-class hinge loss, sum_{j != y} max(0, margin - x[y] + x[j])^p / C; weight (C,) a buffer;
+    see F.multi_margin_loss."""
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(reduction)
+        _no_legacy(self, size_average, reduce)
+        if p not in (1, 2):
+            raise ValueError(f"MultiMarginLoss: only p = 1 and p = 2 are supported, got p={p}")
+        self.p, self.margin = p, margin
+        self._register_weight("weight", weight)
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(input, target, self.p, self.margin, self.weight, reduction=self.reduction)
