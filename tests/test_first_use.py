@@ -129,9 +129,17 @@ def test_an_error_of_numba_broken_by_an_interrupt_says_to_restart(monkeypatch):
     with pytest.raises(RuntimeError, match=r"^minigrad: the first kernel calls .* restart the Python process") as info:
         _warm.first_call(broken, (), {})
     assert "\n" not in str(info.value) and isinstance(info.value.__cause__, AttributeError)
+
+    def registered_twice():  # (numba's half-imported registries imported again, seen after a Ctrl-C)
+        raise KeyError("duplicate registration for <class 'numba.core.types.misc.UnicodeType'>")
+
+    with pytest.raises(RuntimeError, match="restart the Python process"):
+        _warm.first_call(registered_twice, (), {})
     # a learner's own mistake stays as it is
     with pytest.raises(AttributeError, match="'list' object has no attribute 'dtype'"):
         _warm.first_call(mistake, (), {})
+    with pytest.raises(KeyError, match="'learning_rate'"):
+        _warm.first_call(lambda: {}["learning_rate"], (), {})
 
 
 def test_an_interrupted_import_forgets_what_it_half_imported(tmp_path, monkeypatch):

@@ -340,11 +340,13 @@ def _forget(before, error):
 def restart_error(error):
     """``RuntimeError(RESTART)`` if ``error`` looks like numba broken by an interrupted first use
     in this process, else None: after an interrupt, an error about a missing attribute or module,
-    or one of numba's own, raised from inside numba, llvmlite or the import machinery (a learner's
-    own mistake, raised in minigrad's checks, stays as it is)."""
+    a registry entry made twice (numba's half-imported modules imported again: "duplicate
+    registration"), or one of numba's own, raised from inside numba, llvmlite or the import
+    machinery (a learner's own mistake, raised in minigrad's checks, stays as it is)."""
     if not _interrupted or not isinstance(error, Exception):
         return None
-    kind = isinstance(error, (AttributeError, ImportError, NameError)) or type(error).__module__.startswith("numba")
+    kind = isinstance(error, (AttributeError, ImportError, NameError, KeyError)) or \
+        type(error).__module__.startswith("numba")
     last = error.__traceback__
     while last is not None and last.tb_next is not None:
         last = last.tb_next
