@@ -382,8 +382,15 @@ def _refuse_changed(ctx, output):
             )
 
 
-def backward(root, grad=None, retain_graph=False):
-    """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad."""
+def backward(root, grad=None, retain_graph=False, create_graph=False):
+    """Accumulate d(root)/d(leaf) into `.grad` of every leaf tensor that requires grad. With
+    create_graph=True the gradients are computed by ops, so `.grad` has a graph of its own
+    (see `_walk_in_graph`)."""
+    if create_graph:
+        if _modes.recorder is not None:
+            _modes.recorder.refuse("backward(create_graph=True) is not replayed")
+        _walk_in_graph([root], [_root_grad(root, grad)], _store_grad_tensor)
+        return
     recorder = _modes.recorder  # (minigrad.compile writes the walk down before it runs: compile.py)
     if recorder is not None and len(HOOKED):
         recorder.refuse("a tensor has a gradient hook (register_hook), which a replay would not call")
@@ -401,13 +408,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
     outputs: a tensor or a list of them (their gradients add up); grad_outputs: for each output,
     the gradient to start from (None: 1, for a one-element output). inputs may be leaves or
     results of ops. An input the outputs do not depend on raises, or gives None with allow_unused=True.
-    create_graph=True (gradients of gradients) is not supported: the backward runs on numpy arrays."""
+    create_graph=True: the gradients are computed by ops (`_walk_in_graph`), so they can be
+    differentiated again (a Hessian-vector product, a gradient penalty)."""
     Tensor = _tensor_module().Tensor
     if _modes.recorder is not None:
         _modes.recorder.refuse("minigrad.grad is not replayed (its results are not .grad)")
-    if create_graph:
-        raise NotImplementedError("grad: create_graph=True is not supported: minigrad's backward computes on "
-                                  "numpy arrays, outside the graph, so gradients of gradients cannot be taken")
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     if grad_outputs is None or isinstance(grad_outputs, (Tensor, np.ndarray)):
@@ -426,14 +431,94 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=Fa
         if g is not None and id(node) in wanted:
             found[id(node)] = g if owned else g.copy()
 
-    _walk(outputs, [_root_grad(o, g, "grad") for o, g in zip(outputs, grad_outputs)], retain_graph, keep)
+    root_grads = [_root_grad(o, g, "grad") for o, g in zip(outputs, grad_outputs)]
+    if create_graph:
+        _walk_in_graph(outputs, root_grads, lambda node, g: found.__setitem__(id(node), g) if id(node) in wanted
+                       else None)
+    else:
+        _walk(outputs, root_grads, retain_graph, keep)
     result = []
     for i, t in enumerate(inputs):
         if id(t) not in found and not allow_unused:
             raise RuntimeError(f"grad: input {i} (shape {t.shape}) was not used to compute the outputs; pass "
                                "allow_unused=True to get None for it")
-        result.append(Tensor._from_op(found[id(t)], False) if id(t) in found else None)
+        g = found.get(id(t))
+        result.append(g if g is None or isinstance(g, Tensor) else Tensor._from_op(g, False))
     return tuple(result)
+
+
+def _walk_in_graph(roots, root_grads, keep):
+    """The backward pass for create_graph=True: `_walk`'s order, but each op's gradient comes from
+    its `gradient(ctx, g)`, its rule written with Tensor ops (Mul's is `g * b, g * a`) instead of
+    numpy, so every gradient is a Tensor in a graph of its own, which backward can walk again.
+    Ops without one are named in the error. The first graph is kept (it is part of the new one)."""
+    with enable_grad():  # (the gradients' ops are recorded, even if the caller is inside no_grad)
+        _gradients_in_graph(roots, root_grads, keep)
+
+
+def _gradients_in_graph(roots, root_grads, keep):
+    Tensor = _tensor_module().Tensor
+    grads = {}
+    for root, g in zip(roots, root_grads):
+        g = Tensor._from_op(np.asarray(g), False)
+        grads[id(root)] = g if id(root) not in grads else grads[id(root)] + g
+    for node in reversed(_topological_order(roots)):
+        g = grads.pop(id(node), None)
+        if g is None:
+            continue
+        keep(node, g)
+        ctx = node._ctx
+        if ctx is None:
+            continue
+        gradient = getattr(ctx.fn, "gradient", None)
+        if gradient is None or ctx.outputs is not None:
+            raise NotImplementedError(
+                f"create_graph=True: {ctx.name}'s gradient is not written in tensor ops (its backward computes on "
+                "numpy arrays), so it cannot be differentiated again. The ops that have one: " + ", ".join(
+                    sorted(c.__name__ for c in _ops_with_gradient())))
+        if ctx.inputs is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        _check_versions(ctx, node)
+        ctx.output = node
+        try:
+            input_grads = gradient(ctx, g)
+        finally:
+            ctx.output = None
+        input_grads = input_grads if isinstance(input_grads, tuple) else (input_grads,)
+        for parent, needed, pg in zip(ctx.inputs, ctx.needs_input_grad, input_grads):
+            if needed and pg is not None:
+                pg = _fitted_tensor(pg, parent)
+                grads[id(parent)] = pg if id(parent) not in grads else grads[id(parent)] + pg
+
+
+def _fitted_tensor(pg, parent):
+    """A gradient Tensor summed down to `parent`'s shape (it may have the broadcast output's) and
+    cast to its dtype: `_fitted` with ops, so that it stays in the graph."""
+    if pg.shape != parent.shape:
+        extra = pg.ndim - parent.ndim
+        if extra:
+            pg = pg.sum(tuple(range(extra)))
+        ones = tuple(i for i, n in enumerate(parent.shape) if n == 1 and pg.shape[i] != 1)
+        if ones:
+            pg = pg.sum(ones, keepdims=True)
+    return pg if pg.dtype == parent.dtype else pg.to(parent.dtype)
+
+
+def _ops_with_gradient():
+    found, stack = [], list(Function.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if "gradient" in cls.__dict__:
+            found.append(cls)
+    return found
+
+
+def _store_grad_tensor(node, g):
+    """_store_grad for create_graph=True: `.grad` is the Tensor g itself, with its graph (added to
+    what an earlier backward left there, out of place)."""
+    if node._ctx is None or node._retains_grad:
+        node._grad = g if node._grad is None else node._grad + g
 
 
 # tensors with gradient hooks (Tensor.register_hook): the walk looks for hooks only while there are some

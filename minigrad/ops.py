@@ -59,6 +59,10 @@ class Add(Function):
     def backward(ctx, g):
         return g, g
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g, g
+
 
 class Sub(Function):
     @staticmethod
@@ -69,6 +73,10 @@ class Sub(Function):
 
     @staticmethod
     def backward(ctx, g):
+        return g, -g
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
         return g, -g
 
 
@@ -87,6 +95,11 @@ class Mul(Function):
         db = g * a if ctx.needs_input_grad[1] else None
         return da, db
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        a, b = ctx.inputs
+        return g * b, g * a
+
 
 class Div(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
@@ -104,6 +117,11 @@ class Div(Function):
         da = g / b if ctx.needs_input_grad[0] else None
         db = -g * a / (b * b) if ctx.needs_input_grad[1] else None
         return da, db
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        a, b = ctx.inputs
+        return g / b, -g * a / (b * b)
 
 
 class Pow(Function):
@@ -144,6 +162,12 @@ class Maximum(Function):
         share_a = (a > b) + 0.5 * (a == b)
         return g * share_a, g * (1 - share_a)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        a, b = ctx.inputs
+        share_a = (a > b) + 0.5 * (a == b)  # (a constant: the comparisons have no gradient)
+        return g * share_a, g * (1 - share_a)
+
 
 class Minimum(Function):
     @staticmethod
@@ -156,6 +180,12 @@ class Minimum(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
+        share_a = (a < b) + 0.5 * (a == b)
+        return g * share_a, g * (1 - share_a)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        a, b = ctx.inputs
         share_a = (a < b) + 0.5 * (a == b)
         return g * share_a, g * (1 - share_a)
 
@@ -212,6 +242,10 @@ class Neg(Function):
     def backward(ctx, g):
         return -g
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return -g
+
 
 class PowScalar(Function):
     """a ** c with a constant exponent c."""
@@ -232,6 +266,11 @@ class PowScalar(Function):
             return np.zeros_like(g)  # a^0 = 1 whatever a is (0^-1 would make 0 * inf = NaN)
         return g * c * np.power(a, c - 1)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        (a,), c = ctx.inputs, ctx.exponent
+        return g * 0.0 if c == 0 else g * c * a ** (c - 1)
+
 
 class Exp(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
@@ -249,6 +288,10 @@ class Exp(Function):
         (y,) = ctx.saved_tensors
         return g * y
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g * ctx.output
+
 
 class Log(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
@@ -264,6 +307,10 @@ class Log(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return g / a
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g / ctx.inputs[0]
 
 
 class Sqrt(Function):
@@ -281,6 +328,10 @@ class Sqrt(Function):
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return g / (2 * y)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g / (2 * ctx.output)
 
 
 class SqrtOfVariance(Function):
@@ -315,6 +366,10 @@ class Abs(Function):
         (a,) = ctx.saved_tensors
         return g * np.sign(a)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g * ctx.inputs[0].sign()
+
 
 class Sin(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
@@ -331,6 +386,10 @@ class Sin(Function):
         (a,) = ctx.saved_tensors
         return g * np.cos(a)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g * ctx.inputs[0].cos()
+
 
 class Cos(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
@@ -346,6 +405,10 @@ class Cos(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return -g * np.sin(a)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return -g * ctx.inputs[0].sin()
 
 
 class Tanh(Function):
@@ -364,6 +427,10 @@ class Tanh(Function):
         (y,) = ctx.saved_tensors
         return g * (1 - y * y)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g * (1 - ctx.output * ctx.output)
+
 
 class Sigmoid(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
@@ -381,6 +448,11 @@ class Sigmoid(Function):
         (y,) = ctx.saved_tensors
         return g * y * (1 - y)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        y = ctx.output
+        return g * y * (1 - y)
+
 
 class ReLU(Function):
     @staticmethod
@@ -394,6 +466,10 @@ class ReLU(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return kernels.relu_backward(a, g)  # g * (a > 0)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g * (ctx.inputs[0] > 0)
 
 
 class GELU(Function):
@@ -695,6 +771,10 @@ class Sign(Function):
     def backward(ctx, g):
         return np.zeros_like(g)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g * 0.0
+
 
 class Floor(Function):
     @staticmethod
@@ -748,6 +828,12 @@ class Cast(Function):
 
 
 # ============================================================================ reductions
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g.to(ctx.source_dtype)
+
+
 def _normalize_axes(axis, shape, op):
     """`axis` (None, an int or a tuple, negatives allowed) as a tuple of distinct axes >= 0."""
     ndim = len(shape)
@@ -789,6 +875,11 @@ class Sum(Function):
     def backward(ctx, g):
         return np.broadcast_to(_expand_reduced(g, ctx.shape, ctx.axes), ctx.shape)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        kept = tuple(1 if i in ctx.axes else n for i, n in enumerate(ctx.shape))
+        return g.reshape(kept).expand(ctx.shape)
+
 
 class Mean(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
@@ -806,6 +897,11 @@ class Mean(Function):
         # (n = 0: the input has no elements, nor has its gradient: divide by 1)
         g = _expand_reduced(g, ctx.shape, ctx.axes) / max(ctx.count, 1)
         return np.broadcast_to(g, ctx.shape)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        kept = tuple(1 if i in ctx.axes else n for i, n in enumerate(ctx.shape))
+        return g.reshape(kept).expand(ctx.shape) / max(ctx.count, 1)
 
 
 class Var(Function):
@@ -926,6 +1022,19 @@ class Norm(Function):
         ratio = np.abs(a) / np.where(n > 0, n, 1)
         return g * np.sign(a) * (ratio if p == 2 else np.power(ratio, p - 1))
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        (a,), p = ctx.inputs, ctx.p
+        kept = tuple(1 if i in ctx.axes else n for i, n in enumerate(ctx.shape))
+        g = g.reshape(kept)
+        if p == 1:
+            return g * a.sign()
+        if p != 2:
+            raise NotImplementedError(f"create_graph=True: the gradient of a {p:g}-norm is not written in "
+                                      "tensor ops (the 1- and 2-norms are)")
+        n = ctx.output.reshape(kept)
+        return g * a / (n + (n == 0))  # (0 where the norm is 0, as backward)
+
 
 class LogSumExp(Function):
     """log(sum(e^x)) over `axis`, computed as m + log(sum(e^(x - m))) with m the largest x, so that
@@ -1011,6 +1120,10 @@ class Reshape(Function):
     def backward(ctx, g):
         return g.reshape(ctx.shape)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g.reshape(ctx.shape)
+
 
 class Expand(Function):
     """Broadcast to a larger shape (a view, no copy). Its gradient is the sum over the copies,
@@ -1030,6 +1143,10 @@ class Expand(Function):
     def backward(ctx, g):
         return g
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g  # (the walk sums it over the copies)
+
 
 class Permute(Function):
     @staticmethod
@@ -1048,6 +1165,13 @@ class Permute(Function):
         for i, axis in enumerate(ctx.axes):
             undo[axis] = i
         return g.transpose(undo)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        undo = [0] * len(ctx.axes)
+        for i, axis in enumerate(ctx.axes):
+            undo[axis] = i
+        return g.permute(*undo)
 
 
 class Contiguous(Function):
@@ -1083,6 +1207,32 @@ class GetItem(Function):
         grad = np.zeros(ctx.shape, dtype=g.dtype)
         np.add.at(grad, ctx.index, g)  # an index may repeat: np.add.at adds every copy's gradient
         return grad
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return GetItemGrad.apply(g, index=ctx.index, shape=ctx.shape)
+
+
+class GetItemGrad(Function):
+    """GetItem's gradient as an op of its own, for create_graph=True: zeros of the input's shape
+    with g added at `index` (twice where the index repeats)."""
+
+    @staticmethod
+    def forward(ctx, g, index, shape):
+        ctx.index = index
+        out = np.zeros(shape, dtype=g.dtype)
+        np.add.at(out, index, g)
+        return out
+
+    rule = "it is linear in g: dg = G at the index (a GetItem)"
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad[ctx.index]
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return GetItem.apply(g, index=ctx.index)
 
 
 class Split(Function):
@@ -1195,6 +1345,11 @@ class Cat(Function):
     def backward(ctx, g):
         return tuple(np.split(g, ctx.splits, axis=ctx.axis))
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        before, ends = (slice(None),) * ctx.axis, list(ctx.splits) + [g.shape[ctx.axis]]
+        return tuple(g[before + (slice(start, end),)] for start, end in zip([0] + list(ctx.splits), ends))
+
 
 class Stack(Function):
     @staticmethod
@@ -1209,6 +1364,11 @@ class Stack(Function):
     @staticmethod
     def backward(ctx, g):
         return tuple(np.moveaxis(g, ctx.axis, 0))
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        before = (slice(None),) * ctx.axis
+        return tuple(g[before + (i,)] for i in range(g.shape[ctx.axis]))
 
 
 class Where(Function):
@@ -1228,6 +1388,11 @@ class Where(Function):
     def backward(ctx, g):
         zero = np.zeros((), dtype=g.dtype)
         return np.where(ctx.condition, g, zero), np.where(ctx.condition, zero, g)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        zero = g * 0.0
+        return g.where(ctx.condition, zero), zero.where(ctx.condition, g)
 
 
 def _check_mask(op, mask, shape):
@@ -1255,6 +1420,10 @@ class MaskedFill(Function):
     def backward(ctx, g):
         return np.where(ctx.mask, np.zeros((), dtype=g.dtype), g)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g.masked_fill(ctx.mask, 0.0)
+
 
 class Triangle(Function):
     """tril (lower=True) or triu of the last two axes, keeping diagonal `k` and below/above."""
@@ -1271,6 +1440,10 @@ class Triangle(Function):
     @staticmethod
     def backward(ctx, g):
         return (np.tril if ctx.lower else np.triu)(g, ctx.k)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g.tril(ctx.k) if ctx.lower else g.triu(ctx.k)
 
 
 def _diagonal(shape, k):
@@ -1427,6 +1600,10 @@ class Flip(Function):
     def backward(ctx, g):
         return np.flip(g, ctx.dims)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g.flip(ctx.dims)
+
 
 class Roll(Function):
     """The elements shifted by `shifts` places along `dims`, those pushed off the end coming back at
@@ -1526,6 +1703,13 @@ class MatMul(Function):
         if ctx.needs_input_grad[1]:
             db = _mm(np.broadcast_to(a, batch + a.shape[-2:]).swapaxes(-1, -2), g)
         return da, db
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        a, b = ctx.inputs
+        if b.ndim == 2:  # (..., M, K) @ (K, N): the batch folded into rows
+            return g @ b.t(), a.reshape(-1, a.shape[-1]).t() @ g.reshape(-1, g.shape[-1])
+        return g @ b.transpose(-1, -2), a.transpose(-1, -2) @ g  # (broadcast batches: summed by the walk)
 
 
 def parse_einsum(equation, shapes):
@@ -1637,6 +1821,13 @@ class Linear(Function):
             db = kernels.sum_rows(g2)
         return (dx, dw) if len(ctx.needs_input_grad) == 2 else (dx, dw, db)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        x, weight = ctx.inputs[:2]
+        rows = g.reshape(-1, g.shape[-1])
+        grads = (g @ weight, rows.t() @ x.reshape(-1, x.shape[-1]))
+        return grads if len(ctx.inputs) == 2 else grads + (rows.sum(0),)
+
 
 class RNNTanhCell(Function):
     """One step of an Elman RNN, as one node (Elman 1990; PyTorch's nn.RNNCell):
@@ -1720,6 +1911,11 @@ class Softmax(Function):
     def backward(ctx, g):
         return _rowwise_backward(ctx, g, kernels.softmax_backward)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        y = ctx.output
+        return y * (g - (g * y).sum(ctx.axis, keepdims=True))
+
 
 class LogSoftmax(Function):
     promotes_int_to_float = True  # integer inputs: computed in float32 (see Function)
@@ -1733,6 +1929,10 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, g):
         return _rowwise_backward(ctx, g, kernels.log_softmax_backward)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g - ctx.output.exp() * g.sum(ctx.axis, keepdims=True)
 
 
 class MaskedSoftmax(Function):

@@ -313,10 +313,7 @@ class Tensor(TensorMath, TensorShape):
     def backward(self, gradient=None, retain_graph=False, create_graph=False):
         """Backpropagate from this tensor; leaves that require grad get `.grad` (accumulated).
         `gradient`: d(something)/d(this tensor), of its shape (needed when it is not a scalar)."""
-        if create_graph:
-            raise NotImplementedError("backward: create_graph=True is not supported: minigrad's backward computes "
-                                      "on numpy arrays, so the gradients have no graph of their own")
-        autograd.backward(self, gradient, retain_graph)
+        autograd.backward(self, gradient, retain_graph, create_graph)
 
     def detach_(self):
         """Cut this tensor from the graph, in place: it becomes a leaf that does not require grad
@@ -1070,6 +1067,10 @@ class Clone(autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
+        return g
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
         return g
 
 
