@@ -313,7 +313,10 @@ class Tensor(TensorMath, TensorShape):
     def backward(self, gradient=None, retain_graph=False, create_graph=False):
         """Backpropagate from this tensor; leaves that require grad get `.grad` (accumulated).
         `gradient`: d(something)/d(this tensor), of its shape (needed when it is not a scalar)."""
-        autograd.backward(self, gradient, retain_graph, create_graph)
+        if create_graph:  # (the backward_walk exercise swaps in a learner's backward(root, grad, retain_graph))
+            autograd.backward(self, gradient, retain_graph, create_graph=True)
+        else:
+            autograd.backward(self, gradient, retain_graph)
 
     def detach_(self):
         """Cut this tensor from the graph, in place: it becomes a leaf that does not require grad
