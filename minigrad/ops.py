@@ -490,6 +490,16 @@ class GELU(Function):
         (a,) = ctx.saved_tensors
         return kernels.gelu_backward(a, g, ctx.approximate)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        x = ctx.inputs[0]
+        if ctx.approximate:  # y = x/2 (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3)
+            c = math.sqrt(2 / math.pi)
+            t = (c * (x + 0.044715 * x ** 3)).tanh()
+            return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x))
+        phi = (-0.5 * x * x).exp() / math.sqrt(2 * math.pi)  # Phi(x) + x phi(x)
+        return g * (0.5 * (1 + (x / math.sqrt(2)).erf()) + x * phi)
+
 
 def check_clip_bounds(op, low, high):
     """PyTorch's rule: a clip with neither bound is a mistake, not a copy."""
@@ -623,6 +633,10 @@ class Erf(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return g * (2 / math.sqrt(math.pi)) * np.exp(-a * a)
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g * (2 / math.sqrt(math.pi)) * (-ctx.inputs[0] * ctx.inputs[0]).exp()
 
 
 def _sigmoid(a):
@@ -1969,6 +1983,11 @@ class MaskedSoftmax(Function):
             return np.zeros(ctx.shape, g.dtype)
         return kernels.masked_softmax_backward(y, g.reshape(y.shape), ctx.scale).reshape(ctx.shape)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        y = ctx.output  # (masked entries have y = 0: they get 0)
+        return ctx.scale * y * (g - (g * y).sum(-1, keepdims=True))
+
 
 def _broadcast(x, shape):
     """np.broadcast_to(x, shape), or x itself if it has that shape already (the call costs microseconds)."""
@@ -2050,6 +2069,7 @@ class LayerNorm(Function):
             )
         y, mean, rstd = kernels.layer_norm_forward(x.reshape(-1, d), weight, bias, eps)
         ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.eps = eps
         return y.reshape(x.shape)
 
     rule = ("xhat = (x - mean) rstd, gh = g w:  dx = rstd (gh - mean(gh) - xhat mean(gh xhat)),  "
@@ -2061,6 +2081,16 @@ class LayerNorm(Function):
         d = x.shape[-1]
         dx, dw, db = kernels.layer_norm_backward(g.reshape(-1, d), x.reshape(-1, d), weight, mean, rstd)
         return dx.reshape(x.shape), dw, db
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        x, weight = ctx.inputs[:2]
+        mean = x.mean(-1, keepdims=True)
+        rstd = 1 / ((x - mean).square().mean(-1, keepdims=True) + ctx.eps).sqrt()
+        xhat, gh = (x - mean) * rstd, g * weight
+        dx = rstd * (gh - gh.mean(-1, keepdims=True) - xhat * (gh * xhat).mean(-1, keepdims=True))
+        rows = tuple(range(x.ndim - 1))
+        return dx, (g * xhat).sum(rows), g.sum(rows)
 
 
 def _per_channel(a, ndim):
@@ -2165,6 +2195,18 @@ class CrossEntropy(Function):
         d = kernels.cross_entropy_backward(rows, ids, lse, per_row, ignore_index, smoothing)
         return d.reshape(shape)
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        rows, ids, _ = ctx.saved_tensors
+        ignore_index, smoothing, reduction, shape = ctx.settings
+        classes, kept = shape[-1], ids != ignore_index
+        target = np.zeros(rows.shape, dtype=rows.dtype)  # the (smoothed) one-hot rows, 0 if ignored
+        target[np.arange(len(ids))[kept], ids[kept]] = 1 - smoothing
+        target[kept] += smoothing / classes
+        per_row = g.reshape(-1, 1) if reduction == "none" else (g / ctx.count if reduction == "mean" else g)
+        p = ctx.inputs[0].reshape(-1, classes).softmax(-1)
+        return ((p - target) * per_row * kept.reshape(-1, 1)).reshape(shape)
+
 
 def _same_shape(op, a, b, names=("input", "target")):
     if a.shape != b.shape:
@@ -2245,6 +2287,10 @@ class Dropout(Function):
     def backward(ctx, g):
         return g * ctx.multiplier
 
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        return g * ctx.multiplier
+
 
 class Embedding(Function):
     """Rows of `weight` (num_embeddings, dim) picked by integer `ids` of any shape. The row
@@ -2283,6 +2329,14 @@ class Embedding(Function):
 # cummax/cummin. An inverse function outside its domain (asin of 2, acosh of 0.5) is NaN, as in
 # numpy and PyTorch; at the end of its domain (asin at +-1, atanh at +-1) its slope is infinite and
 # its gradient is inf there, as PyTorch's.
+
+    @staticmethod
+    def gradient(ctx, g):  # the rule in tensor ops, for create_graph=True (gradients of gradients)
+        ids = ctx.ids if ctx.padding_idx is None else np.where(ctx.ids == ctx.padding_idx, -1, ctx.ids)
+        keep = (ids >= 0)[..., None]
+        return GetItemGrad.apply(g * keep, index=(np.where(ids >= 0, ids, 0),), shape=ctx.shape)
+
+
 def _quietly(fn):
     """fn() with numpy's warnings about inf and NaN silenced: an op's edge values are its answer."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
