@@ -231,26 +231,26 @@ def empty(*shape, size=None, dtype=None, requires_grad=False, device=None):
     return Tensor(np.zeros(_size("empty", shape, size), dtype=dtype or default_float()), requires_grad=requires_grad)
 
 
-def empty_like(t, dtype=None, requires_grad=False, device=None):
-    """A new tensor of t's shape (and dtype, unless given); zeros here, unset values in PyTorch (see empty)."""
+def empty_like(input, dtype=None, requires_grad=False, device=None):
+    """A new tensor of input's shape (and dtype, unless given); zeros here, unset values in PyTorch (see empty)."""
     check_device(device, "empty_like")
-    return Tensor(np.zeros_like(np.asarray(t), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.zeros_like(np.asarray(input), dtype=dtype), requires_grad=requires_grad)
 
 
-def zeros_like(t, dtype=None, requires_grad=False, device=None):
+def zeros_like(input, dtype=None, requires_grad=False, device=None):
     check_device(device, "zeros_like")
-    return Tensor(np.zeros_like(np.asarray(t), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.zeros_like(np.asarray(input), dtype=dtype), requires_grad=requires_grad)
 
 
-def ones_like(t, dtype=None, requires_grad=False, device=None):
+def ones_like(input, dtype=None, requires_grad=False, device=None):
     check_device(device, "ones_like")
-    return Tensor(np.ones_like(np.asarray(t), dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.ones_like(np.asarray(input), dtype=dtype), requires_grad=requires_grad)
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False, device=None):
-    """A tensor of t's shape (and dtype, unless given) filled with `fill_value`."""
+def full_like(input, fill_value, dtype=None, requires_grad=False, device=None):
+    """A tensor of input's shape (and dtype, unless given) filled with `fill_value`."""
     check_device(device, "full_like")
-    return Tensor(np.full_like(np.asarray(t), fill_value, dtype=dtype), requires_grad=requires_grad)
+    return Tensor(np.full_like(np.asarray(input), fill_value, dtype=dtype), requires_grad=requires_grad)
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
@@ -279,9 +279,16 @@ def logspace(start, end, steps, base=10.0, dtype=None, requires_grad=False, devi
                   requires_grad=requires_grad)
 
 
-def arange(start, stop=None, step=1, dtype=None, requires_grad=False, device=None):
-    """Like numpy's arange; integer arguments give int64, floats the default float dtype (float32)."""
+def arange(start=None, stop=None, step=1, dtype=None, requires_grad=False, device=None, *, end=None):
+    """Like numpy's arange; integer arguments give int64, floats the default float dtype (float32).
+    PyTorch's keywords too: arange(start=0, end=10, step=2), arange(end=5)."""
     check_device(device, "arange")
+    if end is not None:
+        if stop is not None:
+            raise TypeError("arange: got both stop and end, which are the same argument; pass one")
+        start, stop = (0 if start is None else start), end
+    if start is None:
+        raise TypeError("arange: missing the end of the range: arange(end), arange(start, end) or arange(end=...)")
     values = np.arange(start, stop, step) if stop is not None else np.arange(0, start, step)
     return Tensor(values if dtype or values.dtype.kind != "f" else values.astype(default_float()),
                   dtype=dtype, requires_grad=requires_grad)

@@ -141,7 +141,7 @@ def _check_nesting(text):
 
 
 # ---------------------------------------------------------------------------- save
-def save(obj, path):
+def save(obj, f=None, *, path=None):
     """Write `obj` (see the module docstring for what it may contain) to `path`, atomically.
 
     The file lands exactly at `path`, with or without a .npz suffix. It is first written to a
@@ -151,6 +151,7 @@ def save(obj, path):
     up: it leaves the old checkpoint intact and a stray hidden `.<name>.*.tmp` file beside it.)"""
     from . import _arguments as check
 
+    path = f if path is None else path  # (PyTorch names it f: torch.save(obj=..., f=...))
     if check.is_path(obj) and not check.is_path(path):
         raise TypeError(f"save(obj, path): the object comes first, then the path (as in torch.save), got a path "
                         f"{obj!r} first and {type(path).__name__} second")
@@ -220,7 +221,7 @@ def _sync_directory(directory):
 
 
 # ---------------------------------------------------------------------------- load
-def load(path, map_location=None, *, weights_only=None, mmap=None):
+def load(f=None, map_location=None, *, weights_only=None, mmap=None, path=None):
     """Read a checkpoint written by `save`. Tensors come back as Tensors, arrays as numpy arrays,
     numpy scalars as numpy scalars, tuples as tuples. (map_location, weights_only and mmap are
     PyTorch's: accepted; there is one device, and nothing is ever unpickled.)
@@ -233,6 +234,7 @@ def load(path, map_location=None, *, weights_only=None, mmap=None):
     bad file (any other failure while reading is reported as CheckpointError, caused by it)."""
     from . import _arguments as check
 
+    path = f if path is None else path  # (PyTorch names it f: torch.load(f=...))
     path = os.fspath(check.path("load(path)", "path", path))
     with open(path, "rb") as f:
         try:

@@ -71,7 +71,9 @@ class TensorShape:
         start, end = start_dim % self.ndim, end_dim % self.ndim
         return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
 
-    def permute(self, *axes):
+    def permute(self, *axes, dims=None):
+        if dims is not None:  # (PyTorch's keyword: x.permute(dims=(1, 0)))
+            axes = (dims,)
         axes = tuple(axes[0]) if len(axes) == 1 and not isinstance(axes[0], numbers.Integral) else axes
         if len(axes) != self.ndim:
             raise ValueError(f"permute: got {len(axes)} axes {axes} for a tensor of shape {self.shape}")
@@ -431,6 +433,18 @@ class TensorShape:
 
     def transpose_(self, dim0, dim1):
         return self._reshaped_in_place(lambda x: x.transpose(dim0, dim1))
+
+    def storage(self):
+        """The flat memory this tensor reads (its own, or the tensor it is a view of), as a 1-D tensor
+        sharing it: writing into it writes into the tensor (Deep Learning with PyTorch, chapter 3)."""
+        root = self if self._base is None else self._base
+        return self._from_op(root._data.reshape(-1), False)
+
+    def storage_offset(self):
+        """Where this tensor's first element is in its storage, counted in elements."""
+        root = self if self._base is None else self._base
+        start = self._data.__array_interface__["data"][0] - root._data.__array_interface__["data"][0]
+        return start // self.dtype.itemsize
 
     def is_floating_point(self):
         return self.dtype.kind == "f"

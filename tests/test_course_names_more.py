@@ -577,3 +577,19 @@ def test_seeds_and_the_random_state_by_pytorchs_names():
     assert mg.equal(mg.randn(4), first)
     fresh = mg.seed()
     assert mg.initial_seed() == fresh and mg.random.manual_seed(3) is mg.default_generator
+
+
+def test_pytorchs_keyword_names_and_storage(tmp_path):
+    assert mg.arange(start=0, end=10, step=3).tolist() == [0, 3, 6, 9] and mg.arange(end=3).tolist() == [0, 1, 2]
+    assert mg.arange(1, 4).tolist() == [1, 2, 3] and mg.arange(0.0, 1.0, 0.25).dtype == np.float32
+    with pytest.raises(TypeError, match="arange: got both stop and end"):
+        mg.arange(0, 3, end=4)
+    assert mg.zeros_like(input=mg.ones(2)).tolist() == [0.0, 0.0] and mg.ones_like(input=mg.zeros(1)).tolist() == [1.0]
+    assert mg.ones(2, 3).permute(dims=(1, 0)).shape == (3, 2)
+    mg.save(obj={"w": mg.ones(2)}, f=tmp_path / "model.pth")
+    assert mg.load(f=tmp_path / "model.pth")["w"].tolist() == [1.0, 1.0]
+    points = mg.tensor([[4.0, 1.0], [5.0, 3.0], [2.0, 1.0]])
+    storage = points.storage()
+    storage[0] = 2.0  # (writing into the storage writes into the tensor)
+    assert points[0, 0].item() == 2.0 and storage.shape == (6,)
+    assert points[1:].storage_offset() == 2 and points.t().storage_offset() == 0 and points[1].storage().shape == (6,)
