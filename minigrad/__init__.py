@@ -82,7 +82,8 @@ uint16, uint32, uint64, complex64, complex128 = "uint16", "uint32", "uint64", "c
 
 
 def _method(name):
-    def function(x, *args, out=None, **kwargs):
+    def function(*args, input=None, out=None, **kwargs):
+        x, args = (input, args) if input is not None else (args[0], args[1:])  # (PyTorch's input= keyword)
         result = getattr(as_tensor(x), name)(*args, **kwargs)
         return result if out is None else _write_out(name, out, result)  # (PyTorch's out=)
 
@@ -117,7 +118,7 @@ for _name in (
     "logical_not logical_and logical_or logical_xor is_floating_point is_complex unbind true_divide divide "
     "tan sinh cosh asin acos atan atan2 asinh acosh atanh arcsin arccos arctan arctan2 arcsinh arccosh arctanh "
     "trunc fix frac fmod erfinv sinc xlogy copysign heaviside clamp_min clamp_max nansum nanmean cumprod "
-    "logcumsumexp cummax cummin aminmax diff bernoulli"
+    "logcumsumexp cummax cummin aminmax diff bernoulli multiply subtract"
 ).split():
     globals()[_name] = _method(_name)
 del _name

@@ -47,6 +47,8 @@ def __getattr__(name):
         return _modes.grad_enabled
     if name == "_anomaly_mode":
         return _modes.anomaly_enabled
+    if name == "functional":  # torch.autograd.functional (jacobian, hessian): imported on first use
+        return importlib.import_module(".jacobians", __package__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -48,9 +48,9 @@ def from_numpy(array):
 
 
 # ---------------------------------------------------------------------- functions on tensors
-def matmul(a, b, *, out=None):
-    """Matrix product `a @ b`, with numpy's rules (see `Tensor.matmul`); out=: written into `out`."""
-    a, b = _operands(a, b, "matmul")
+def matmul(input, other, *, out=None):
+    """Matrix product `input @ other`, with numpy's rules (see `Tensor.matmul`); out=: written into `out`."""
+    a, b = _operands(input, other, "matmul")
     return a.matmul(b) if out is None else _write_out("matmul", out, a.matmul(b))
 
 
@@ -214,14 +214,14 @@ def ones(*shape, size=None, dtype=None, requires_grad=False, device=None, out=No
     return result if out is None else _write_out("ones", out, result)
 
 
-def full(shape, value, dtype=None, requires_grad=False, device=None):
-    """A tensor of `shape` filled with `value`, of the value's kind unless `dtype` is given, as PyTorch:
+def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    """A tensor of shape `size` filled with `fill_value`, of its kind unless `dtype` is given, as PyTorch:
     a float gives the default float dtype, an int int64, a bool bool."""
     check_device(device, "full")
     if dtype is None:
-        dtype = np.bool_ if isinstance(value, (bool, np.bool_)) else np.int64 if isinstance(
-            value, numbers.Integral) else default_float() if isinstance(value, numbers.Real) else None
-    return Tensor(np.full(_shape((shape,)), value, dtype=dtype), requires_grad=requires_grad)
+        dtype = np.bool_ if isinstance(fill_value, (bool, np.bool_)) else np.int64 if isinstance(
+            fill_value, numbers.Integral) else default_float() if isinstance(fill_value, numbers.Real) else None
+    return Tensor(np.full(_shape((size,)), fill_value, dtype=dtype), requires_grad=requires_grad)
 
 
 def empty(*shape, size=None, dtype=None, requires_grad=False, device=None):
@@ -503,6 +503,7 @@ def _legacy(dtype):
             raise TypeError(f"expected sizes (ints) or one sequence of values, got {args!r}")
         return tensor(args[0].numpy() if isinstance(args[0], Tensor) else args[0], dtype=dtype)
 
+    make.dtype = np.dtype(dtype)  # (so that x.type(minigrad.LongTensor) knows the dtype)
     return make
 
 

@@ -152,18 +152,26 @@ def save(obj, f=None, *, path=None):
     from . import _arguments as check
 
     path = f if path is None else path  # (PyTorch names it f: torch.save(obj=..., f=...))
+    if hasattr(path, "write"):  # an open file (torch.save(points, f) inside `with open(...) as f`)
+        np.savez(path, **_arrays_and_structure(obj))
+        return
     if check.is_path(obj) and not check.is_path(path):
         raise TypeError(f"save(obj, path): the object comes first, then the path (as in torch.save), got a path "
                         f"{obj!r} first and {type(path).__name__} second")
     path = os.fspath(check.path("save(obj, path)", "path", path))
+    arrays = _arrays_and_structure(obj)
+    write_atomically(path, lambda f: np.savez(f, **arrays))  # a file object: numpy adds no ".npz" to the name
+
+
+def _arrays_and_structure(obj):
+    """The members of the .npz: each array under its key, and the structure entry."""
     arrays = {}
     tree = _encode(obj, arrays, "checkpoint")
     text = json.dumps(tree)
     version = FORMAT_VERSION if '"type": "tensor"' in text else 1  # (a file without Tensors: any minigrad reads it)
     structure = json.dumps({"format": FORMAT_NAME, "version": version, "tree": tree})
     arrays[STRUCTURE_KEY] = np.frombuffer(structure.encode("utf-8"), dtype=np.uint8)
-
-    write_atomically(path, lambda f: np.savez(f, **arrays))  # a file object: numpy adds no ".npz" to the name
+    return arrays
 
 
 def write_atomically(path, write):
@@ -235,6 +243,13 @@ def load(f=None, map_location=None, *, weights_only=None, mmap=None, path=None):
     from . import _arguments as check
 
     path = f if path is None else path  # (PyTorch names it f: torch.load(f=...))
+    if hasattr(path, "read"):  # an open file
+        try:
+            return _load(path)
+        except CheckpointError:
+            raise
+        except Exception as error:  # noqa: BLE001  (the bytes are to blame, not the caller)
+            raise CheckpointError(f"truncated or corrupt checkpoint: {error!r}") from error
     path = os.fspath(check.path("load(path)", "path", path))
     with open(path, "rb") as f:
         try:
@@ -273,7 +288,12 @@ def _read_npz(f):
     """{key: array} for every member "key.npy" of the zip file `f`. A member is read only if its
     sizes fit the file: stored uncompressed (as numpy.savez, and so `save`, writes), and no larger
     than the whole file on disk."""
-    file_size = os.fstat(f.fileno()).st_size
+    try:
+        file_size = os.fstat(f.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # (an in-memory file, io.BytesIO: its length)
+        here = f.tell()
+        file_size = f.seek(0, os.SEEK_END)
+        f.seek(here)
     arrays = {}
     with zipfile.ZipFile(f) as archive:
         for info in archive.infolist():

@@ -259,6 +259,10 @@ class Tensor(TensorMath, TensorShape):
             raise ValueError(f"int(): only a tensor with one element converts to a Python int, shape is {self.shape}")
         return int(self._data.item())
 
+    def data_ptr(self):
+        """The address of this tensor's first element in memory."""
+        return self._data.__array_interface__["data"][0]
+
     def __index__(self):
         """An integer tensor of one element as an index: data[i:i + 8], range(n), [..][i] (PyTorch's)."""
         if self._data.size != 1 or self._data.dtype.kind not in "iub":
@@ -600,6 +604,7 @@ class Tensor(TensorMath, TensorShape):
     def type(self, dtype=None):
         """`x.type(dtype)` is `x.to(dtype)` (also with PyTorch's type names: "torch.LongTensor");
         `x.type()` names the dtype as PyTorch does ("minigrad.FloatTensor" for float32, ...)."""
+        dtype = getattr(dtype, "dtype", dtype) if callable(dtype) else dtype  # (x.type(minigrad.LongTensor))
         if isinstance(dtype, str) and dtype.endswith("Tensor"):
             names = {f"{kind}Tensor": name for name, kind in _TENSOR_TYPE_NAMES.items()}
             dtype = names.get(dtype.rsplit(".", 1)[-1], dtype)
@@ -686,6 +691,7 @@ class Tensor(TensorMath, TensorShape):
 
     # PyTorch's method names for the operators: x.add(y) is x + y, x.remainder(y) is x % y, ...
     add, sub, mul, pow, neg = __add__, __sub__, __mul__, __pow__, __neg__
+    multiply, subtract = __mul__, __sub__
     floor_divide, remainder = __floordiv__, __mod__
 
     def div(self, other, *, rounding_mode=None):

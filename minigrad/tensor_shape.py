@@ -41,11 +41,21 @@ class TensorShape:
         """The number of elements: PyTorch's other name for numel()."""
         return self.numel()
 
-    def reshape(self, *shape):
+    def reshape(self, *sizes, shape=None, size=None):
+        """The same values in another shape: x.reshape(2, 3), x.reshape((2, 3)), or PyTorch's keywords
+        reshape(shape=...) and view(size=...); -1 once for the size that makes the count fit."""
+        keyword = shape if shape is not None else size
+        shape = (keyword,) if keyword is not None else sizes
         shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape
         return self if shape == self.shape else ops.Reshape.apply(self, shape=shape)
 
-    view = reshape
+    def view(self, *shape, size=None, dtype=None):
+        """reshape (a view where the memory allows), or PyTorch's x.view(dtype): the same bytes read
+        as another dtype (outside the graph)."""
+        if dtype is not None or (len(shape) == 1 and isinstance(shape[0], (str, type, np.dtype))):
+            dtype = np.dtype(dtype if dtype is not None else shape[0])
+            return self._from_op(self.numpy().view(dtype), False)
+        return self.reshape(*shape, size=size)  # (view(size=...) is PyTorch's keyword)
 
     def view_as(self, other):
         """reshape(other.shape)."""
@@ -308,7 +318,11 @@ class TensorShape:
             raise TypeError("scatter: give src (a tensor or a number) or value=")
         if not isinstance(src, TensorShape):  # numbers or arrays: x's dtype
             src = np.asarray(src, dtype=self.dtype)
-        return ops.Scatter.apply(self, src, index=np.asarray(index), dim=dim)
+        index = np.asarray(getattr(index, "_data", index))
+        if index.ndim == 0 and self.ndim == 1:  # (PyTorch takes a 0-d index for a 1-D tensor: one place)
+            index = index.reshape(1)
+            src = src.reshape(1) if src.ndim == 0 else src
+        return ops.Scatter.apply(self, src, index=index, dim=dim)
 
     def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
         """scatter, written into x (reduce="add": scatter_add_; "multiply" is not supported)."""
@@ -439,6 +453,8 @@ class TensorShape:
         sharing it: writing into it writes into the tensor (Deep Learning with PyTorch, chapter 3)."""
         root = self if self._base is None else self._base
         return self._from_op(root._data.reshape(-1), False)
+
+    untyped_storage = storage
 
     def storage_offset(self):
         """Where this tensor's first element is in its storage, counted in elements."""

@@ -593,3 +593,60 @@ def test_pytorchs_keyword_names_and_storage(tmp_path):
     storage[0] = 2.0  # (writing into the storage writes into the tensor)
     assert points[0, 0].item() == 2.0 and storage.shape == (6,)
     assert points[1:].storage_offset() == 2 and points.t().storage_offset() == 0 and points[1].storage().shape == (6,)
+
+
+def test_more_keywords_aliases_and_legacy_types():
+    x = mg.ones(2, 3)
+    assert mg.sum(input=x).item() == 6.0 and mg.squeeze(input=mg.ones(1, 2)).shape == (2,)
+    assert mg.matmul(input=x, other=x.T).shape == (2, 2) and mg.multiply(x, 2).sum().item() == 12.0
+    assert mg.subtract(x, x).sum().item() == 0.0 and x.multiply(3).sum().item() == 18.0
+    assert mg.full(size=(2, 2), fill_value=3).tolist() == [[3, 3], [3, 3]]
+    assert x.reshape(shape=(3, 2)).shape == (3, 2) and x.view(size=(6,)).shape == (6,)
+    assert mg.arange(3).type(mg.LongTensor).dtype == np.int64 and mg.arange(3).type(mg.FloatTensor).dtype == np.float32
+    assert mg.ones(2).view(mg.int32).tolist() == [1065353216, 1065353216]  # (the same bytes as int32)
+    assert x.data_ptr() == x.numpy().__array_interface__["data"][0] and x.untyped_storage().shape == (6,)
+    assert mg.zeros(10).scatter_(0, mg.tensor(3), value=1.0).tolist()[3] == 1.0  # (a 0-d index: one place)
+
+
+def test_a_module_used_twice_is_in_the_state_dict_under_each_name():
+    block = nn.Linear(2, 2)
+    model = nn.Sequential(*(3 * [block]))
+    assert list(model.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias", "2.weight", "2.bias"]
+    model.load_state_dict(model.state_dict())
+    assert len(list(model.parameters())) == 2
+
+
+def test_save_and_load_take_open_files(tmp_path):
+    import io
+
+    points = mg.tensor([[4.0, 1.0], [5.0, 3.0]])
+    with open(tmp_path / "ourpoints.t", "wb") as f:
+        mg.save(points, f)
+    with open(tmp_path / "ourpoints.t", "rb") as f:
+        assert mg.equal(mg.load(f), points)
+    buffer = io.BytesIO()
+    mg.save({"step": 3, "w": points}, buffer)
+    buffer.seek(0)
+    assert mg.load(buffer)["step"] == 3
+    with pytest.raises(mg.CheckpointError, match="not an .npz file"):
+        mg.load(io.BytesIO(b"not a checkpoint"))
+
+
+def test_jacobian_and_hessian_as_torch_autograd_functional():
+    f = lambda x: (x ** 3).sum(-1) + x.sin()[..., 0]  # noqa: E731  (R^(2x2) -> R^2)
+    x = np.array([[0.3, -0.7], [1.2, 0.4]])
+    jac = mg.autograd.functional.jacobian(f, mg.tensor(x))
+    expected = np.zeros((2, 2, 2))
+    for i in range(2):
+        expected[i, i] = 3 * x[i] ** 2 + np.array([np.cos(x[i, 0]), 0.0])
+    np.testing.assert_allclose(jac.numpy(), expected, rtol=1e-12)
+    g = lambda v: (v ** 3).sum() + (v[0] * v[1]).exp()  # noqa: E731
+    v = np.array([0.3, -0.7])
+    e = np.exp(v[0] * v[1])
+    hess = [[6 * v[0] + v[1] ** 2 * e, e * (1 + v[0] * v[1])], [e * (1 + v[0] * v[1]), 6 * v[1] + v[0] ** 2 * e]]
+    np.testing.assert_allclose(mg.autograd.functional.hessian(g, mg.tensor(v)).numpy(), hess, rtol=1e-12)
+    da, db = mg.autograd.functional.jacobian(lambda a, b: a * b, (mg.tensor([1.0, 2.0]), mg.tensor([3.0, 4.0])))
+    assert da.tolist() == [[3.0, 0.0], [0.0, 4.0]] and db.tolist() == [[1.0, 0.0], [0.0, 2.0]]
+    torch = _torch()
+    np.testing.assert_allclose(jac.numpy(), torch.autograd.functional.jacobian(f, torch.tensor(x)).numpy(),
+                               rtol=1e-12)

@@ -302,8 +302,9 @@ class Module(ModuleHooks):
     # ------------------------------------------------------------------ state
     def _state(self):
         """(dotted name, tensor) for every parameter and persistent buffer, in PyTorch's order: each
-        module's parameters, then its buffers, then the modules below it."""
-        for prefix, module in self.named_modules():
+        module's parameters, then its buffers, then the modules below it. A module used twice
+        (`Sequential(*(3 * [block]))`) is listed under each of its names, as PyTorch's."""
+        for prefix, module in self.named_modules(remove_duplicate=False):
             for registry in (module._parameters, {n: t for n, (t, keep) in module._buffers.items() if keep}):
                 for name, t in registry.items():
                     if t is not None:
