@@ -156,9 +156,9 @@ def meshgrid(*tensors, indexing="ij"):
 def einsum(equation, *operands):
     """Einstein summation, as `torch.einsum`: `einsum("ij,jk->ik", a, b)` is a @ b; a letter in the
     inputs but not after "->" is summed over. The operands may also come as one list. Without
-    "->", the output is every letter that appears once, in alphabetical order. Differentiable in every
-    operand. Not supported: "..." (write out the letters) and a letter twice in one operand
-    (diagonals and traces: use diag or a mask)."""
+    "->", the output is every letter that appears once, in alphabetical order. "..." stands for the
+    dims no letter names, broadcast as numpy's ("...chw,c->...hw"). Differentiable in every operand.
+    Not supported: a letter twice in one operand (diagonals and traces: use diag or a mask)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     operands = [as_tensor(x) for x in operands]

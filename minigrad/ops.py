@@ -1726,6 +1726,27 @@ class MatMul(Function):
         return g @ b.transpose(-1, -2), a.transpose(-1, -2) @ g  # (broadcast batches: summed by the walk)
 
 
+def _spell_out_ellipsis(equation, inputs, output, arrow, shapes):
+    """einsum's "..." (the dims no letter names, "...chw,c->...hw") written out as letters of their
+    own: capitals the equation does not use, lined up from the right as broadcasting lines up
+    dims, so an operand with fewer of them takes the last ones. Without "->" they lead the result."""
+    if len(inputs) != len(shapes):
+        raise ValueError(f"einsum: the equation {equation!r} names {len(inputs)} operands, but got {len(shapes)}")
+    if any(term.count("...") > 1 or term.replace("...", "").count(".") for term in inputs + [output]):
+        raise ValueError(f"einsum: '...' may appear once per operand, as three dots (equation {equation!r})")
+    counts = [len(shape) - len(term.replace("...", "")) if "..." in term else 0 for term, shape in zip(inputs, shapes)]
+    if min(counts, default=0) < 0:
+        raise ValueError(f"einsum: an operand has fewer dims than its letters name (equation {equation!r}, "
+                         f"shapes {[tuple(s) for s in shapes]})")
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in equation]
+    dims = free[:max(counts, default=0)]
+    inputs = [term.replace("...", "".join(dims[len(dims) - n:])) for term, n in zip(inputs, counts)]
+    if arrow:
+        return inputs, output.replace("...", "".join(dims)), arrow
+    once = sorted(c for c in set("".join(inputs)) if c not in dims and "".join(inputs).count(c) == 1)
+    return inputs, "".join(dims) + "".join(once), "->"
+
+
 def parse_einsum(equation, shapes):
     """The letters of each operand and of the result of an einsum `equation` on operands of `shapes`,
     checked: (["ij", "jk"], "ik") for "ij,jk->ik". Without "->", the result is every letter that
@@ -1735,7 +1756,8 @@ def parse_einsum(equation, shapes):
     lhs, arrow, output = equation.replace(" ", "").partition("->")
     inputs = lhs.split(",")
     if "." in equation:
-        raise ValueError(f"einsum: '...' (in {equation!r}) is not supported; write out a letter for each dim")
+        inputs, output, arrow = _spell_out_ellipsis(equation, inputs, output, arrow, shapes)
+        lhs = ",".join(inputs)
     if not all(c.isascii() and c.isalpha() for c in lhs.replace(",", "") + output):
         raise ValueError(f"einsum: the equation {equation!r} may hold only letters, ',' and '->'")
     if len(inputs) != len(shapes):

@@ -650,3 +650,18 @@ def test_jacobian_and_hessian_as_torch_autograd_functional():
     torch = _torch()
     np.testing.assert_allclose(jac.numpy(), torch.autograd.functional.jacobian(f, torch.tensor(x)).numpy(),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("...chw,c->...hw", [(2, 3, 4, 4), (3,)]),  # Deep Learning with PyTorch's grayscale image
+    ("...chw,c->...hw", [(3, 4, 4), (3,)]),
+    ("bij,...jk->bik", [(2, 3, 4), (4, 5)]),
+    ("...ij,...jk", [(2, 3, 4), (1, 4, 5)]),  # (no "->": the "..." dims lead the result; 1 broadcasts)
+    ("i...->...", [(3, 2, 2)]),
+])
+def test_einsum_with_an_ellipsis_is_numpys_and_its_gradient_passes_a_check(equation, shapes):
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    np.testing.assert_allclose(mg.einsum(equation, *[mg.tensor(a) for a in arrays]).numpy(),
+                               np.einsum(equation, *arrays), rtol=1e-12)
+    assert mg.gradcheck(lambda *ts: mg.einsum(equation, *ts), [mg.tensor(a, requires_grad=True) for a in arrays])
