@@ -145,8 +145,11 @@ class Function:
         except AttributeError:
             inputs, arrays = _tensor_inputs(Tensor, inputs)
         if cls.promotes_int_to_float:
-            inputs = tuple([t if t._data.dtype.kind in "fc" else t.to(tensor._default_float) for t in inputs])
-            arrays = [t._data for t in inputs]
+            for a in arrays:
+                if type(a) is not np.ndarray or a.dtype.kind not in "fc":  # (rare: only then are new inputs made)
+                    inputs = tuple([t if t._data.dtype.kind in "fc" else t.to(tensor._default_float) for t in inputs])
+                    arrays = [t._data for t in inputs]
+                    break
         modes = _modes
         needs = tuple([t._requires_grad for t in inputs]) if modes.grad_enabled else (False,) * len(inputs)
         ctx = Context(needs)

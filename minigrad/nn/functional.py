@@ -187,16 +187,24 @@ def _feature_dropout(name, x, p, training, generator):
     return x * ops.Dropout.apply(ones, p=p, generator=generator)
 
 
+def _channel_dropout(name, x, unbatched, p, training, inplace, generator):
+    """_feature_dropout of x, written into x with inplace=True; an unbatched x gets a batch dim of 1
+    around the draw."""
+    def drop(t):
+        if unbatched:
+            return _feature_dropout(name, t.unsqueeze(0), p, training, generator).squeeze(0)
+        return _feature_dropout(name, t, p, training, generator)
+
+    return _maybe_in_place(name, x, inplace, drop)
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False, *, generator=None):
     """input (N, C, L) or (C, L) with whole channels zeroed (probability p each, a new draw per sample)
     and the others scaled by 1 / (1 - p); the identity when not training. See _feature_dropout."""
     x = as_tensor(input)
     if x.ndim not in (2, 3):
         raise ValueError(f"dropout1d: expected input (N, C, L) or (C, L), got shape {x.shape}")
-    if x.ndim == 2:
-        return _maybe_in_place("dropout1d", x, inplace, lambda t: _feature_dropout(
-            "dropout1d", t.unsqueeze(0), p, training, generator).squeeze(0))
-    return _maybe_in_place("dropout1d", x, inplace, lambda t: _feature_dropout("dropout1d", t, p, training, generator))
+    return _channel_dropout("dropout1d", x, x.ndim == 2, p, training, inplace, generator)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None):
@@ -213,7 +221,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False, *, generator=None):
         warnings.warn("dropout2d: a 3-D input is taken as (N, C, L), as PyTorch does, and its dim 1 dropped whole; "
                       "for channel dropout of an unbatched image (C, H, W) pass x.unsqueeze(0), and for (N, C, L) "
                       "use dropout1d", UserWarning, stacklevel=2)
-    return _maybe_in_place("dropout2d", x, inplace, lambda t: _feature_dropout("dropout2d", t, p, training, generator))
+    return _channel_dropout("dropout2d", x, False, p, training, inplace, generator)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None):
@@ -222,10 +230,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False, *, generator=None):
     x = as_tensor(input)
     if x.ndim not in (4, 5):
         raise ValueError(f"dropout3d: expected input (N, C, D, H, W) or (C, D, H, W), got shape {x.shape}")
-    if x.ndim == 4:
-        return _maybe_in_place("dropout3d", x, inplace, lambda t: _feature_dropout(
-            "dropout3d", t.unsqueeze(0), p, training, generator).squeeze(0))
-    return _maybe_in_place("dropout3d", x, inplace, lambda t: _feature_dropout("dropout3d", t, p, training, generator))
+    return _channel_dropout("dropout3d", x, x.ndim == 4, p, training, inplace, generator)
 
 
 # ---------------------------------------------------------------------- pixel shuffle
